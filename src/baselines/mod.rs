@@ -1,0 +1,1 @@
+//! Baseline fault localizers: SBFL formulas and CP (seed 001).

@@ -1,0 +1,1 @@
+//! Front-ends that produce trace dumps (Python first).

@@ -1,0 +1,1 @@
+//! Factor-graph inference (loopy BP with O(k) noisy-OR messages, exact enumeration for tests).
