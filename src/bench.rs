@@ -1,0 +1,107 @@
+//! `prosecutor bench`: reproducible throughput measurements recorded in docs/performance.md.
+//!
+//! Each measurement is repeated `runs` times and the median is reported, together with a
+//! reference measured in the same run (so ratios survive a noisy, shared machine).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::cdg::ControlDeps;
+use crate::dump::Dump;
+use crate::epg::Epg;
+use crate::error::Error;
+use crate::forward::forward;
+use crate::pipeline::{all_traces, Rules};
+use crate::synth::{write_dump, SynthOptions};
+
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let n = xs.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// Peak resident set size of this process so far, in MiB (Linux `VmHWM`).
+pub fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Derivation throughput: generate a synthetic dump of `steps` steps, then time load, forward
+/// pass and rules (interpreted and compiled).
+pub fn derive(steps: usize, runs: usize, seed: u64, rules: &Rules, compiled_too: bool) -> Result<String, Error> {
+    let dir = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+    let path = dir.path().join("dump");
+    let o = SynthOptions { steps, seed, ..SynthOptions::default() };
+    let total = write_dump(&path, &o).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let mut report = String::new();
+    writeln!(report, "synthetic dump: {total} steps in {} traces, {} methods (seed {seed})", o.traces, o.methods).unwrap();
+    let mut t_load = Vec::new();
+    let mut t_fwd = Vec::new();
+    let mut t_rules = Vec::new();
+    let mut t_crepe = Vec::new();
+    let mut n_edges = 0;
+    for _ in 0..runs {
+        let (dump, load) = time(|| Dump::load(&path));
+        let dump = dump?;
+        let (premises, fwd) = time(|| {
+            let cd = ControlDeps::compute(&dump);
+            forward(&dump, &cd, &all_traces(&dump))
+        });
+        let (epg, r) = time(|| derive_with(&dump, &premises, rules));
+        let epg = epg?;
+        n_edges = epg.edges.len();
+        t_load.push(load);
+        t_fwd.push(fwd);
+        t_rules.push(r);
+        if compiled_too {
+            let (e2, c) = time(|| Epg::derive_compiled(&premises));
+            let e2 = e2?;
+            if e2.edges.len() != epg.edges.len() {
+                writeln!(report, "WARNING: compiled and interpreted rules disagree ({} vs {} edges)", e2.edges.len(), epg.edges.len())
+                    .unwrap();
+            }
+            t_crepe.push(c);
+        }
+        drop(dump);
+    }
+    let (l, f, r) = (median(t_load), median(t_fwd), median(t_rules));
+    let total_s = l + f + r;
+    writeln!(report, "edges derived: {n_edges}").unwrap();
+    writeln!(report, "median of {runs} runs: load {l:.3} s, forward pass {f:.3} s, rules ({}) {r:.3} s", rules.describe()).unwrap();
+    writeln!(report, "end to end: {total_s:.3} s = {:.0} steps/s (paper's implementation: 70 steps/s; ratio {:.0}x)", total as f64 / total_s, total as f64 / total_s / 70.0)
+        .unwrap();
+    if compiled_too {
+        let c = median(t_crepe);
+        writeln!(report, "compiled (crepe) rules: {c:.3} s; interpreted / compiled = {:.2}", r / c).unwrap();
+    }
+    if let Some(m) = peak_rss_mib() {
+        writeln!(report, "peak RSS: {m:.0} MiB").unwrap();
+    }
+    Ok(report)
+}
+
+pub fn derive_with(dump: &Dump, premises: &crate::forward::Premises, rules: &Rules) -> Result<Epg, Error> {
+    crate::pipeline::derive_premises(dump, premises, rules)
+}
+
+pub fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let x = f();
+    (x, t.elapsed().as_secs_f64())
+}
+
+/// Writes a synthetic dump (for `prosecutor bench gen`).
+pub fn generate(out: &Path, steps: usize, seed: u64) -> Result<usize, Error> {
+    let o = SynthOptions { steps, seed, ..SynthOptions::default() };
+    write_dump(out, &o).map_err(|e| Error::Io { path: out.display().to_string(), source: e })
+}

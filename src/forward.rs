@@ -1,0 +1,450 @@
+//! The forward pass: one pass over each trace computing the rule-independent premises of the
+//! paper's rules (Figs. 5, 7, 8): the vertex sets `V_i^d` / `V_i^a`, `LASTDEF`, `LASTCTRL`,
+//! `OPEN`, `CLOSE`, `STKTOP`, `ISARG`, `ISRCVOBJ`, `MAP`, plus the static `DEF`, `USE` and
+//! `RDFINVERSE`. Modeling decisions (which edges exist) live in `rules/*.dl`, not here.
+//!
+//! Invariants of the output ([`Premises`]):
+//! * global step ids increase in execution order within a trace (traces are laid out one after
+//!   another), so the rules may compare step ids with `<`;
+//! * every vertex id indexes [`Premises::vertices`]; vertex ids are dense;
+//! * `lastdef(i, u, j, w)` exists exactly for the uses `u ∈ USE(l_i)` with a reaching definition in
+//!   the context of step `i`, and `w` is the vertex `⟨u@j⟩` (or the argument vertex bound to `u`).
+
+use rustc_hash::FxHashMap;
+
+use crate::cdg::ControlDeps;
+use crate::dump::{Dump, StmtId, VarId};
+
+/// One kind of EPG vertex. Steps are indices within their trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vertex {
+    /// A program statement `l` (shared by all traces).
+    Stmt(StmtId),
+    /// `⟨v@i⟩`: the value step `i` assigned to `v ∈ DEF(l_i)`.
+    Def { trace: u32, step: u32, var: VarId },
+    /// `⟨#@i⟩`: the value computed by a step that defines nothing.
+    Value { trace: u32, step: u32 },
+    /// `⟨x@i⟩`: formal `x` of the callee frame `frame`, bound when call step `i` entered it.
+    Arg { trace: u32, step: u32, frame: u32, var: VarId },
+    /// `⟨this@i⟩`: the receiver bound when call step `i` entered callee frame `frame`.
+    This { trace: u32, step: u32, frame: u32 },
+}
+
+/// Which steps of which trace to process (after selection and compression).
+#[derive(Debug, Clone)]
+pub struct TraceView {
+    /// Index into `dump.traces`.
+    pub trace: usize,
+    /// Original step indices to keep, increasing; the failing suffix after the failure point is
+    /// already cut. `None` = every step up to the failure point.
+    pub keep: Option<Vec<u32>>,
+}
+
+/// A relation of premises: flat rows of `arity` u32 values.
+#[derive(Debug, Clone)]
+pub struct Rel {
+    pub name: &'static str,
+    pub arity: usize,
+    pub rows: Vec<u32>,
+}
+
+/// Symbol ids used in symbol columns. Statements are `0..n_stmts`; then `#` and `this`; then
+/// variables **scoped by method** (`x` in `f` and `x` in `g` are different symbols, named
+/// `f::x` and `g::x` when handed to the Datalog engine).
+#[derive(Debug, Clone, Default)]
+pub struct SymbolLayout {
+    pub n_stmts: u32,
+    /// (method, variable) of each scoped variable symbol, in id order.
+    pub scoped: Vec<(u32, VarId)>,
+    index: FxHashMap<(u32, VarId), u32>,
+}
+
+impl SymbolLayout {
+    pub fn stmt(&self, s: StmtId) -> u32 {
+        s
+    }
+    pub fn hash(&self) -> u32 {
+        self.n_stmts
+    }
+    pub fn this(&self) -> u32 {
+        self.n_stmts + 1
+    }
+    /// The symbol of variable `v` of method `m` (allocated on first use).
+    pub fn var(&mut self, m: u32, v: VarId) -> u32 {
+        let next = self.n_stmts + 2 + self.scoped.len() as u32;
+        *self.index.entry((m, v)).or_insert_with(|| {
+            self.scoped.push((m, v));
+            next
+        })
+    }
+    pub fn len(&self) -> u32 {
+        self.n_stmts + 2 + self.scoped.len() as u32
+    }
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// The name of a symbol (for handing symbols to the Datalog engine).
+    pub fn name(&self, dump: &Dump, sym: u32) -> String {
+        if sym < self.n_stmts {
+            dump.stmts[sym as usize].id.clone()
+        } else if sym == self.hash() {
+            "#".to_owned()
+        } else if sym == self.this() {
+            "this".to_owned()
+        } else {
+            let (m, v) = self.scoped[(sym - self.n_stmts - 2) as usize];
+            format!("{}::{}", dump.methods[m as usize].id, dump.vars.name(v))
+        }
+    }
+}
+
+/// Where a global step id comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct StepOrigin {
+    pub trace: u32,
+    pub index: u32,
+}
+
+/// Output of the forward pass.
+#[derive(Debug, Clone)]
+pub struct Premises {
+    pub symbols: SymbolLayout,
+    pub vertices: Vec<Vertex>,
+    pub steps: Vec<StepOrigin>,
+    pub rels: Vec<Rel>,
+    /// Global step id of each failing trace's failure point, with the trace index.
+    pub failure_points: Vec<(usize, u32)>,
+}
+
+impl Premises {
+    pub fn rel(&self, name: &str) -> &Rel {
+        self.rels.iter().find(|r| r.name == name).expect("known relation")
+    }
+}
+
+/// The relations the forward pass produces, with their column types (`u` unsigned, `s` symbol).
+pub const RELATIONS: &[(&str, &str)] = &[
+    ("step", "us"),
+    ("ctx", "uu"),
+    ("stmt_vertex", "su"),
+    ("vd", "usu"),
+    ("va", "usu"),
+    ("def", "ss"),
+    ("use", "ss"),
+    ("lastdef", "usuu"),
+    ("lastctrl", "uu"),
+    ("open", "u"),
+    ("close", "u"),
+    ("stktop", "uu"),
+    ("isarg", "us"),
+    ("isrcvobj", "us"),
+    ("map", "ussu"),
+    ("lastdef_close", "usuu"),
+    ("rdfinverse", "ss"),
+];
+
+struct Out {
+    rels: Vec<Vec<u32>>,
+}
+
+impl Out {
+    #[inline]
+    fn push(&mut self, r: usize, row: &[u32]) {
+        self.rels[r].extend_from_slice(row);
+    }
+}
+
+// Relation indices in RELATIONS order.
+const STEP: usize = 0;
+const CTX: usize = 1;
+const STMT_VERTEX: usize = 2;
+const VD: usize = 3;
+const VA: usize = 4;
+const DEF: usize = 5;
+const USE: usize = 6;
+const LASTDEF: usize = 7;
+const LASTCTRL: usize = 8;
+const OPEN: usize = 9;
+const CLOSE: usize = 10;
+const STKTOP: usize = 11;
+const ISARG: usize = 12;
+const ISRCVOBJ: usize = 13;
+const MAP: usize = 14;
+const LASTDEF_CLOSE: usize = 15;
+const RDFINVERSE: usize = 16;
+
+struct FrameState {
+    frame: u32,
+    gframe: u32,
+    /// var → (global step of the definition, vertex)
+    defs: FxHashMap<VarId, (u32, u32)>,
+    /// controller statement → last global step that executed it in this frame
+    last_exec: FxHashMap<StmtId, u32>,
+    last_step: u32,
+    call_gid: Option<u32>,
+    /// The callee's receiver formal, if any (LASTDEF(this) at close).
+    this_var: Option<VarId>,
+    /// Formals bound at entry (LASTDEF at close is reported for these only).
+    formals: Vec<VarId>,
+    method: u32,
+}
+
+/// Runs the forward pass over the given traces.
+pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
+    let mut layout = SymbolLayout { n_stmts: dump.stmts.len() as u32, ..SymbolLayout::default() };
+    let mut out = Out { rels: vec![Vec::new(); RELATIONS.len()] };
+    let mut vertices: Vec<Vertex> = Vec::new();
+    let mut stmt_vertex: Vec<u32> = vec![u32::MAX; dump.stmts.len()];
+    let mut steps: Vec<StepOrigin> = Vec::new();
+    let mut failure_points = Vec::new();
+    let mut gframe_base = 0u32;
+
+    // Static relations.
+    for (s, ds) in dump.defs.iter().enumerate() {
+        let m = dump.stmts[s].method;
+        for &v in ds {
+            let sym = layout.var(m, v);
+            out.push(DEF, &[layout.stmt(s as u32), sym]);
+        }
+    }
+    for (s, us) in dump.uses.iter().enumerate() {
+        let m = dump.stmts[s].method;
+        for &v in us {
+            let sym = layout.var(m, v);
+            out.push(USE, &[layout.stmt(s as u32), sym]);
+        }
+    }
+    for (r, l) in cd.rdfinverse() {
+        out.push(RDFINVERSE, &[layout.stmt(r), layout.stmt(l)]);
+    }
+
+    let mut pool: Vec<FrameState> = Vec::new();
+    for view in views {
+        let tr = &dump.traces[view.trace];
+        let t = view.trace as u32;
+        let end = match dump.failure_step(tr) {
+            Some(f) => f as usize + 1,
+            None => tr.steps.len(),
+        };
+        // frames opened by each call step
+        let mut opens: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        for (f, fr) in tr.frames.iter().enumerate() {
+            if let Some(c) = fr.call_step {
+                opens.entry(c).or_default().push(f as u32);
+            }
+        }
+        // pending bindings of frames not yet entered: frame → [(var, (gid, vertex))]
+        let mut pending: FxHashMap<u32, Vec<(VarId, (u32, u32))>> = FxHashMap::default();
+        let mut stack: Vec<FrameState> = Vec::new();
+        let all: Vec<u32>;
+        let keep: &[u32] = match &view.keep {
+            Some(k) => k,
+            None => {
+                all = (0..end as u32).collect();
+                &all
+            }
+        };
+        for &idx in keep {
+            if idx as usize >= end {
+                break;
+            }
+            let step = tr.steps[idx as usize];
+            let gid = steps.len() as u32;
+            steps.push(StepOrigin { trace: t, index: idx });
+            let l = step.stmt;
+            // Frame transitions: returns (pops) and entries (pushes).
+            if stack.last().map(|f| f.frame) != Some(step.frame) {
+                if let Some(pos) = stack.iter().rposition(|f| f.frame == step.frame) {
+                    while stack.len() > pos + 1 {
+                        let f = stack.pop().unwrap();
+                        close_frame(&mut out, &mut layout, &f);
+                        pool.push(f);
+                    }
+                } else {
+                    let fr = &tr.frames[step.frame as usize];
+                    if let Some(c) = fr.call_step {
+                        // pop returned frames above the caller
+                        let caller = tr.steps[c as usize].frame;
+                        if let Some(pos) = stack.iter().rposition(|f| f.frame == caller) {
+                            while stack.len() > pos + 1 {
+                                let f = stack.pop().unwrap();
+                                close_frame(&mut out, &mut layout, &f);
+                                pool.push(f);
+                            }
+                        }
+                    }
+                    let mut fs = pool.pop().unwrap_or_else(|| FrameState {
+                        frame: 0,
+                        gframe: 0,
+                        defs: FxHashMap::default(),
+                        last_exec: FxHashMap::default(),
+                        last_step: 0,
+                        call_gid: None,
+                        this_var: None,
+                        formals: Vec::new(),
+                        method: 0,
+                    });
+                    fs.defs.clear();
+                    fs.formals.clear();
+                    fs.last_exec.clear();
+                    fs.frame = step.frame;
+                    fs.gframe = gframe_base + step.frame;
+                    fs.call_gid = None;
+                    fs.this_var = dump.methods[fr.method as usize].this_formal;
+                    fs.method = fr.method;
+                    if let Some(binds) = pending.remove(&step.frame) {
+                        for (v, dv) in binds {
+                            fs.call_gid = Some(dv.0);
+                            fs.defs.insert(v, dv);
+                            fs.formals.push(v);
+                        }
+                    }
+                    if fs.call_gid.is_none() {
+                        // A frame with no formals still knows its call step.
+                        fs.call_gid = fr.call_step.and_then(|c| call_gid_of(&steps, t, c));
+                    }
+                    stack.push(fs);
+                }
+            }
+            let top = stack.last_mut().expect("a frame is open");
+            let cm = dump.stmts[l as usize].method;
+            top.last_step = gid;
+            out.push(STEP, &[gid, layout.stmt(l)]);
+            out.push(CTX, &[gid, top.gframe]);
+            let sv = {
+                let v = &mut stmt_vertex[l as usize];
+                if *v == u32::MAX {
+                    *v = vertices.len() as u32;
+                    vertices.push(Vertex::Stmt(l));
+                    out.push(STMT_VERTEX, &[layout.stmt(l), *v]);
+                }
+                *v
+            };
+            let _ = sv;
+            // Uses: LASTDEF in the current context (read before this step's own definitions).
+            for &u in &dump.uses[l as usize] {
+                if let Some(&(j, w)) = top.defs.get(&u) {
+                    let sym = layout.var(cm, u);
+                    out.push(LASTDEF, &[gid, sym, j, w]);
+                }
+            }
+            // LASTCTRL: the most recent controller of l executed in this context.
+            let mut lc: Option<u32> = None;
+            for &r in &cd.parents[l as usize] {
+                if let Some(&j) = top.last_exec.get(&r) {
+                    lc = Some(lc.map_or(j, |x: u32| x.max(j)));
+                }
+            }
+            if let Some(j) = lc {
+                out.push(LASTCTRL, &[gid, j]);
+            }
+            // Calls into traced code: V_i^a, OPEN, ISARG, ISRCVOBJ, MAP.
+            if let Some(callees) = opens.get(&idx) {
+                out.push(OPEN, &[gid]);
+                for &f in callees {
+                    let fm = tr.frames[f as usize].method;
+                    let m = &dump.methods[fm as usize];
+                    let mut binds: Vec<(VarId, (u32, u32))> = Vec::new();
+                    let mut formal_vertex: FxHashMap<VarId, u32> = FxHashMap::default();
+                    for &x in &m.formals {
+                        let v = vertices.len() as u32;
+                        vertices.push(Vertex::Arg { trace: t, step: idx, frame: f, var: x });
+                        let sym = layout.var(fm, x);
+                        out.push(VA, &[gid, sym, v]);
+                        formal_vertex.insert(x, v);
+                        binds.push((x, (gid, v)));
+                    }
+                    let this_v = m.this_formal.map(|x| {
+                        let v = vertices.len() as u32;
+                        vertices.push(Vertex::This { trace: t, step: idx, frame: f });
+                        out.push(VA, &[gid, layout.this(), v]);
+                        binds.push((x, (gid, v)));
+                        (x, v)
+                    });
+                    let mut pairs: Vec<(VarId, VarId)> = Vec::new();
+                    match tr.binds.get(&(idx, f)) {
+                        Some(b) => pairs.extend_from_slice(b),
+                        None => {
+                            for &(k, a) in &dump.actuals[l as usize] {
+                                if let Some(&x) = m.formals.get(k as usize) {
+                                    pairs.push((x, a));
+                                }
+                            }
+                            if let (Some((x, _)), Some(r)) = (this_v, dump.receiver[l as usize]) {
+                                pairs.push((x, r));
+                            }
+                        }
+                    }
+                    for (x, a) in pairs {
+                        let asym = layout.var(cm, a);
+                        if this_v.map(|(tx, _)| tx) == Some(x) {
+                            out.push(ISRCVOBJ, &[gid, asym]);
+                        } else if let Some(&wv) = formal_vertex.get(&x) {
+                            let xsym = layout.var(fm, x);
+                            out.push(ISARG, &[gid, asym]);
+                            out.push(MAP, &[gid, asym, xsym, wv]);
+                        }
+                    }
+                    pending.insert(f, binds);
+                }
+            }
+            // Definitions: V_i^d.
+            let ds = &dump.defs[l as usize];
+            if ds.is_empty() {
+                let v = vertices.len() as u32;
+                vertices.push(Vertex::Value { trace: t, step: idx });
+                out.push(VD, &[gid, layout.hash(), v]);
+            } else {
+                for &d in ds {
+                    let v = vertices.len() as u32;
+                    vertices.push(Vertex::Def { trace: t, step: idx, var: d });
+                    let sym = layout.var(cm, d);
+                    out.push(VD, &[gid, sym, v]);
+                    top.defs.insert(d, (gid, v));
+                }
+            }
+            if cd.is_controller[l as usize] {
+                top.last_exec.insert(l, gid);
+            }
+            if dump.failure_step(tr) == Some(idx) {
+                failure_points.push((view.trace, gid));
+            }
+        }
+        while let Some(f) = stack.pop() {
+            close_frame(&mut out, &mut layout, &f);
+            pool.push(f);
+        }
+        gframe_base += tr.frames.len() as u32;
+    }
+    let rels = RELATIONS
+        .iter()
+        .zip(out.rels)
+        .map(|(&(name, cols), rows)| Rel { name, arity: cols.len(), rows })
+        .collect();
+    Premises { symbols: layout, vertices, steps, rels, failure_points }
+}
+
+/// The global id of local step `c` of trace `t` if it was kept (binary search over kept steps).
+fn call_gid_of(steps: &[StepOrigin], t: u32, c: u32) -> Option<u32> {
+    let start = steps.partition_point(|s| s.trace < t);
+    let slice = &steps[start..];
+    let pos = slice.partition_point(|s| s.trace == t && s.index < c);
+    (slice.get(pos).is_some_and(|s| s.trace == t && s.index == c)).then_some((start + pos) as u32)
+}
+
+fn close_frame(out: &mut Out, layout: &mut SymbolLayout, f: &FrameState) {
+    let Some(c) = f.call_gid else { return };
+    let i = f.last_step;
+    out.push(CLOSE, &[i]);
+    out.push(STKTOP, &[i, c]);
+    // LASTDEF of the formals (and receiver) at the close: bound at the call step c, or redefined.
+    for &v in &f.formals {
+        let (j, w) = f.defs[&v];
+        if Some(v) == f.this_var {
+            out.push(LASTDEF_CLOSE, &[i, layout.this(), j, w]);
+        } else {
+            let sym = layout.var(f.method, v);
+            out.push(LASTDEF_CLOSE, &[i, sym, j, w]);
+        }
+    }
+}
