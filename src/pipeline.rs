@@ -23,6 +23,11 @@ impl Rules {
         Ok(Rules::Compiled)
     }
 
+    /// The built-in default rules (`rules/epg.dl`).
+    pub fn default_rules() -> Rules {
+        Rules::Compiled
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Rules::Compiled => "compiled default rules".to_owned(),

@@ -1,0 +1,68 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use prosecutor::dump::Dump;
+use prosecutor::epg::Epg;
+use prosecutor::pipeline::{derive_all, Rules};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The hand-encoded dump fixtures (fixtures/dumps/*), sorted by name.
+pub fn dump_fixtures() -> Vec<(String, PathBuf)> {
+    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(root().join("fixtures/dumps"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("manifest.toml").exists())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn load(path: &Path) -> Dump {
+    Dump::load(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub fn derive(dump: &Dump, rules: &Rules) -> Epg {
+    derive_all(dump, rules).unwrap_or_else(|e| panic!("{e}")).0
+}
+
+/// Edges as (rule, source name, target name).
+pub fn named_edges(dump: &Dump, g: &Epg) -> Vec<(String, String, String)> {
+    g.edges
+        .iter()
+        .map(|e| (g.rule_names[e.rule as usize].clone(), g.vertex_name(dump, e.src), g.vertex_name(dump, e.dst)))
+        .collect()
+}
+
+pub fn csv(dump: &Dump, g: &Epg) -> String {
+    let mut buf = Vec::new();
+    prosecutor::epg::write_csv(&mut buf, dump, g).unwrap();
+    String::from_utf8(buf).unwrap()
+}
+
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_prosecutor"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run prosecutor")
+}
+
+/// Copies a directory tree (fixtures are never modified in place).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}

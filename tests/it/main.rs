@@ -1,0 +1,5 @@
+//! The one integration-test binary (ripgrep's layout): each module covers one area.
+
+mod bad_input;
+mod common;
+mod epg_fixtures;
