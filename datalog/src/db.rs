@@ -99,6 +99,35 @@ impl Database {
         self.relations.remove(relation).map(|r| (r.arity, r.rows))
     }
 
+    /// Rows of `relation` rendered as text per column (symbols resolved, numbers in
+    /// decimal), typed by the program's declaration. `None` if the relation is absent,
+    /// undeclared, or has the wrong arity.
+    pub fn rows_text(&self, program: &Program, relation: &str) -> Option<Vec<Vec<String>>> {
+        let decl = program.decl(relation)?;
+        let (arity, rows) = self.rows(relation)?;
+        if arity != decl.arity() {
+            return None;
+        }
+        Some(
+            rows.chunks_exact(arity)
+                .map(|row| {
+                    row.iter()
+                        .zip(&decl.columns)
+                        .map(|(&v, (_, t))| match t {
+                            ColumnType::Symbol => self
+                                .symbols
+                                .resolve(v)
+                                .map(str::to_string)
+                                .unwrap_or_else(|| format!("<unknown symbol {v}>")),
+                            ColumnType::Number => (v as i32).to_string(),
+                            ColumnType::Unsigned => v.to_string(),
+                        })
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
     /// Names of all relations present.
     pub fn relation_names(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.relations.keys().map(|s| s.as_str()).collect();

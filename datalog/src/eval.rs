@@ -140,7 +140,7 @@ fn arith(op: BinOp, ty: ColumnType, x: u32, y: u32) -> Option<u32> {
             BinOp::Add => a.wrapping_add(b),
             BinOp::Sub => a.wrapping_sub(b),
             BinOp::Mul => a.wrapping_mul(b),
-            BinOp::Div => a.checked_div(b).or_else(|| (b != 0).then_some(a.wrapping_div(b)))?,
+            BinOp::Div => a.checked_div(b).or_else(|| (b != 0).then(|| a.wrapping_div(b)))?,
             BinOp::Rem => a.checked_rem(b).or_else(|| (b != 0).then_some(0))?,
         };
         Some((r as u32) ^ SIGN)

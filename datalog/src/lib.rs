@@ -32,7 +32,7 @@ mod parser;
 mod program;
 
 pub use ast::CmpOp;
-pub use db::{Database, EvalError, EvalStats};
+pub use db::{parse_facts, Database, EvalError, EvalStats};
 pub use diag::{Diagnostic, Diagnostics};
 pub use program::Program;
 

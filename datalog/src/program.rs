@@ -646,6 +646,9 @@ fn check_rule(
     for (a, _) in &atoms {
         for (i, e) in a.args.iter().enumerate() {
             let col = &decls[by_name[&a.rel]].columns[i];
+            if let Expr::Wildcard(_) = e {
+                continue;
+            }
             match expr_type(ck, e, &var_types) {
                 Err(()) => ok = false,
                 Ok(t) => {
