@@ -1,0 +1,414 @@
+//! Storage over fixed-width tuples and the join executor.
+
+use std::cell::Ref;
+
+use datafrog::{Iteration, Relation, Variable};
+
+use crate::ast::{BinOp, CmpOp};
+use crate::program::{Act, CExpr, Plan, Step, SIGN};
+use crate::{ColumnType, MAX_ARITY};
+
+/// A datafrog variable over `[u32; N]` tuples, viewed through flat `u32` slices.
+pub(crate) trait DynVar {
+    fn recent(&self) -> Ref<'_, [u32]>;
+    fn stable(&self) -> Vec<Ref<'_, [u32]>>;
+    /// Add rows (flat, row-major); they are sorted and deduplicated.
+    fn insert_flat(&self, flat: &[u32]);
+    /// Add rows of `flat` with columns reordered: new column `i` is old column `perm[i]`.
+    fn insert_permuted(&self, flat: &[u32], perm: &[usize]);
+    fn complete_flat(self: Box<Self>) -> Vec<u32>;
+}
+
+struct Var<const N: usize>(Variable<[u32; N]>);
+
+fn rows_of<const N: usize>(flat: &[u32]) -> Vec<[u32; N]> {
+    flat.chunks_exact(N)
+        .map(|c| {
+            let mut a = [0u32; N];
+            a.copy_from_slice(c);
+            a
+        })
+        .collect()
+}
+
+fn sorted_relation<const N: usize>(mut rows: Vec<[u32; N]>) -> Relation<[u32; N]> {
+    rows.sort_unstable();
+    rows.dedup();
+    Relation { elements: rows }
+}
+
+impl<const N: usize> DynVar for Var<N> {
+    fn recent(&self) -> Ref<'_, [u32]> {
+        Ref::map(self.0.recent.borrow(), |r| r.elements.as_flattened())
+    }
+    fn stable(&self) -> Vec<Ref<'_, [u32]>> {
+        let n = self.0.stable.borrow().len();
+        (0..n)
+            .map(|k| Ref::map(self.0.stable.borrow(), |v| v[k].elements.as_flattened()))
+            .collect()
+    }
+    fn insert_flat(&self, flat: &[u32]) {
+        if !flat.is_empty() {
+            self.0.insert(sorted_relation(rows_of::<N>(flat)));
+        }
+    }
+    fn insert_permuted(&self, flat: &[u32], perm: &[usize]) {
+        if flat.is_empty() {
+            return;
+        }
+        let rows: Vec<[u32; N]> = flat
+            .chunks_exact(N)
+            .map(|c| {
+                let mut a = [0u32; N];
+                for (i, &p) in perm.iter().enumerate() {
+                    a[i] = c[p];
+                }
+                a
+            })
+            .collect();
+        self.0.insert(sorted_relation(rows));
+    }
+    fn complete_flat(self: Box<Self>) -> Vec<u32> {
+        self.0.complete().elements.into_flattened()
+    }
+}
+
+macro_rules! dispatch_arity {
+    ($arity:expr, $n:ident => $body:expr, $fallback:expr) => {
+        match $arity {
+            1 => { const $n: usize = 1; $body }
+            2 => { const $n: usize = 2; $body }
+            3 => { const $n: usize = 3; $body }
+            4 => { const $n: usize = 4; $body }
+            5 => { const $n: usize = 5; $body }
+            6 => { const $n: usize = 6; $body }
+            7 => { const $n: usize = 7; $body }
+            8 => { const $n: usize = 8; $body }
+            9 => { const $n: usize = 9; $body }
+            10 => { const $n: usize = 10; $body }
+            11 => { const $n: usize = 11; $body }
+            12 => { const $n: usize = 12; $body }
+            _ => $fallback,
+        }
+    };
+}
+
+const _: () = assert!(MAX_ARITY == 12);
+
+/// A new datafrog variable for tuples of `arity` columns (1..=MAX_ARITY).
+pub(crate) fn make_var(it: &mut Iteration, arity: usize, name: &str) -> Option<Box<dyn DynVar>> {
+    dispatch_arity!(arity, N => Some(Box::new(Var::<N>(it.variable::<[u32; N]>(name))) as Box<dyn DynVar>), None)
+}
+
+fn sort_dedup_n<const N: usize>(flat: Vec<u32>) -> Vec<u32> {
+    let rows = rows_of::<N>(&flat);
+    drop(flat);
+    sorted_relation(rows).elements.into_flattened()
+}
+
+/// Sort rows lexicographically and remove duplicates.
+pub(crate) fn sort_dedup(arity: usize, flat: Vec<u32>) -> Vec<u32> {
+    dispatch_arity!(arity, N => sort_dedup_n::<N>(flat), flat)
+}
+
+fn permute_n<const N: usize>(flat: &[u32], perm: &[usize]) -> Vec<u32> {
+    let rows: Vec<[u32; N]> = flat
+        .chunks_exact(N)
+        .map(|c| {
+            let mut a = [0u32; N];
+            for (i, &p) in perm.iter().enumerate() {
+                a[i] = c[p];
+            }
+            a
+        })
+        .collect();
+    sorted_relation(rows).elements.into_flattened()
+}
+
+/// A sorted copy of `flat` with columns reordered by `perm`.
+pub(crate) fn permuted_index(arity: usize, flat: &[u32], perm: &[usize]) -> Vec<u32> {
+    dispatch_arity!(arity, N => permute_n::<N>(flat, perm), flat.to_vec())
+}
+
+/// Evaluate binary arithmetic in the internal encoding. `None` on division by zero.
+#[inline]
+fn arith(op: BinOp, ty: ColumnType, x: u32, y: u32) -> Option<u32> {
+    if ty == ColumnType::Number {
+        let a = (x ^ SIGN) as i32;
+        let b = (y ^ SIGN) as i32;
+        let r = match op {
+            BinOp::Add => a.wrapping_add(b),
+            BinOp::Sub => a.wrapping_sub(b),
+            BinOp::Mul => a.wrapping_mul(b),
+            BinOp::Div => a.checked_div(b).or_else(|| (b != 0).then(|| a.wrapping_div(b)))?,
+            BinOp::Rem => a.checked_rem(b).or_else(|| (b != 0).then_some(0))?,
+        };
+        Some((r as u32) ^ SIGN)
+    } else {
+        Some(match op {
+            BinOp::Add => x.wrapping_add(y),
+            BinOp::Sub => x.wrapping_sub(y),
+            BinOp::Mul => x.wrapping_mul(y),
+            BinOp::Div => x.checked_div(y)?,
+            BinOp::Rem => x.checked_rem(y)?,
+        })
+    }
+}
+
+#[inline]
+fn eval(e: &CExpr, env: &[u32]) -> Option<u32> {
+    match e {
+        CExpr::Slot(s) => Some(env[*s]),
+        CExpr::Bin(op, ty, a, b) => {
+            let x = eval(a, env)?;
+            let y = eval(b, env)?;
+            arith(*op, *ty, x, y)
+        }
+    }
+}
+
+#[inline]
+fn compare(op: CmpOp, x: u32, y: u32) -> bool {
+    match op {
+        CmpOp::Lt => x < y,
+        CmpOp::Le => x <= y,
+        CmpOp::Gt => x > y,
+        CmpOp::Ge => x >= y,
+        CmpOp::Eq => x == y,
+        CmpOp::Ne => x != y,
+    }
+}
+
+/// First index in `lo..hi` where `pred` is false (`pred` must be monotone: true, then false),
+/// found by galloping from `lo`.
+#[inline]
+fn gallop(mut lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+    if lo >= hi || !pred(lo) {
+        return lo;
+    }
+    let mut step = 1;
+    while lo + step < hi && pred(lo + step) {
+        lo += step;
+        step <<= 1;
+    }
+    let mut l = lo + 1;
+    let mut h = (lo + step).min(hi);
+    while l < h {
+        let m = l + (h - l) / 2;
+        if pred(m) {
+            l = m + 1;
+        } else {
+            h = m;
+        }
+    }
+    l
+}
+
+/// First index in `lo..hi` where `pred` is false, by binary search.
+#[inline]
+fn bsearch(mut lo: usize, mut hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let m = lo + (hi - lo) / 2;
+        if pred(m) {
+            lo = m + 1;
+        } else {
+            hi = m;
+        }
+    }
+    lo
+}
+
+/// Rows `start..end` of sorted `batch` (stride `n`) whose first `key.len()` columns equal
+/// `key`. `cursor` remembers the last start to gallop forward on ascending keys.
+#[inline]
+fn eq_range(batch: &[u32], n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
+    let rows = batch.len() / n;
+    let b = key.len();
+    let prefix = |r: usize| &batch[r * n..r * n + b];
+    let p = (*cursor).min(rows);
+    let start = if p == 0 || prefix(p - 1) < key {
+        gallop(p, rows, |r| prefix(r) < key)
+    } else {
+        bsearch(0, p, |r| prefix(r) < key)
+    };
+    *cursor = start;
+    let end = gallop(start, rows, |r| prefix(r) == key);
+    (start, end)
+}
+
+pub(crate) struct Exec<'a> {
+    pub plan: &'a Plan,
+    /// Per step: the sorted batches it reads (scan: its view; negation: the complete index).
+    pub data: Vec<Vec<&'a [u32]>>,
+    cursor_base: Vec<usize>,
+}
+
+pub(crate) struct State {
+    env: Vec<u32>,
+    cursors: Vec<usize>,
+    pub out: Vec<u32>,
+    pub div_by_zero: bool,
+}
+
+impl<'a> Exec<'a> {
+    pub fn new(plan: &'a Plan, data: Vec<Vec<&'a [u32]>>) -> Self {
+        let mut cursor_base = Vec::with_capacity(data.len());
+        let mut n = 0;
+        for d in &data {
+            cursor_base.push(n);
+            n += d.len();
+        }
+        cursor_base.push(n);
+        Exec {
+            plan,
+            data,
+            cursor_base,
+        }
+    }
+
+    /// Run the plan with constants `consts` (per constant id); derived head rows go to `out`.
+    pub fn run(&self, consts: &[u32]) -> State {
+        let mut env = vec![0u32; self.plan.n_slots];
+        for &(slot, id) in &self.plan.consts {
+            env[slot] = consts[id];
+        }
+        let mut st = State {
+            env,
+            cursors: vec![0; *self.cursor_base.last().unwrap_or(&0)],
+            out: Vec::new(),
+            div_by_zero: false,
+        };
+        self.step(&mut st, 0);
+        st
+    }
+
+    fn step(&self, st: &mut State, i: usize) {
+        let Some(step) = self.plan.steps.get(i) else {
+            let mut row = [0u32; MAX_ARITY];
+            for (k, e) in self.plan.head.iter().enumerate() {
+                match eval(e, &st.env) {
+                    Some(v) => row[k] = v,
+                    None => {
+                        st.div_by_zero = true;
+                        return;
+                    }
+                }
+            }
+            st.out.extend_from_slice(&row[..self.plan.head.len()]);
+            return;
+        };
+        match step {
+            Step::Filter(l, op, r) => {
+                let (Some(x), Some(y)) = (eval(l, &st.env), eval(r, &st.env)) else {
+                    st.div_by_zero = true;
+                    return;
+                };
+                if compare(*op, x, y) {
+                    self.step(st, i + 1);
+                }
+            }
+            Step::Assign(slot, e) => {
+                let Some(v) = eval(e, &st.env) else {
+                    st.div_by_zero = true;
+                    return;
+                };
+                st.env[*slot] = v;
+                self.step(st, i + 1);
+            }
+            Step::Neg { arity, key, .. } => {
+                let mut k = [0u32; MAX_ARITY];
+                for (j, &s) in key.iter().enumerate() {
+                    k[j] = st.env[s];
+                }
+                let mut found = false;
+                for (bi, batch) in self.data[i].iter().enumerate() {
+                    let cur = &mut st.cursors[self.cursor_base[i] + bi];
+                    let (s, e) = eq_range(batch, *arity, &k[..key.len()], cur);
+                    if s < e {
+                        found = true;
+                        break;
+                    }
+                }
+                if !found {
+                    self.step(st, i + 1);
+                }
+            }
+            Step::Scan(sc) => {
+                let n = sc.arity;
+                let b = sc.key.len();
+                let mut k = [0u32; MAX_ARITY];
+                for (j, &s) in sc.key.iter().enumerate() {
+                    k[j] = st.env[s];
+                }
+                // Inclusive bounds on column `b` of the index.
+                let mut lo = 0u32;
+                let mut hi = u32::MAX;
+                if let Some(r) = &sc.range {
+                    for (e, strict) in &r.lower {
+                        let Some(v) = eval(e, &st.env) else {
+                            st.div_by_zero = true;
+                            return;
+                        };
+                        if *strict {
+                            match v.checked_add(1) {
+                                Some(v) => lo = lo.max(v),
+                                None => return,
+                            }
+                        } else {
+                            lo = lo.max(v);
+                        }
+                    }
+                    for (e, strict) in &r.upper {
+                        let Some(v) = eval(e, &st.env) else {
+                            st.div_by_zero = true;
+                            return;
+                        };
+                        if *strict {
+                            match v.checked_sub(1) {
+                                Some(v) => hi = hi.min(v),
+                                None => return,
+                            }
+                        } else {
+                            hi = hi.min(v);
+                        }
+                    }
+                    if lo > hi {
+                        return;
+                    }
+                }
+                for (bi, batch) in self.data[i].iter().enumerate() {
+                    let rows = batch.len() / n;
+                    let (mut start, mut end) = if b == 0 {
+                        (0, rows)
+                    } else {
+                        let cur = &mut st.cursors[self.cursor_base[i] + bi];
+                        eq_range(batch, n, &k[..b], cur)
+                    };
+                    if sc.range.is_some() && start < end {
+                        let col = |r: usize| batch[r * n + b];
+                        start = bsearch(start, end, |r| col(r) < lo);
+                        end = bsearch(start, end, |r| col(r) <= hi);
+                    }
+                    'rows: for r in start..end {
+                        let row = &batch[r * n..r * n + n];
+                        for (c, act) in &sc.actions {
+                            match act {
+                                Act::Bind(s) => st.env[*s] = row[*c],
+                                Act::Check(s) => {
+                                    if st.env[*s] != row[*c] {
+                                        continue 'rows;
+                                    }
+                                }
+                            }
+                        }
+                        self.step(st, i + 1);
+                        if st.div_by_zero {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+

@@ -1,0 +1,336 @@
+mod common;
+use common::*;
+use datalog::{Database, EvalError, Program};
+
+const TC: &str = r#"
+.decl edge(a: symbol, b: symbol)
+.decl path(a: symbol, b: symbol)
+.input edge
+.output path
+path(X, Y) :- edge(X, Y).
+path(X, Z) :- path(X, Y), edge(Y, Z).
+"#;
+
+#[test]
+fn transitive_closure() {
+    let (p, db) = run(TC, &[("edge", "a\tb\nb\tc\nc\td\n")]);
+    assert_eq!(
+        sorted(&p, &db, "path"),
+        strs(&["a\tb", "a\tc", "a\td", "b\tc", "b\td", "c\td"])
+    );
+}
+
+#[test]
+fn transitive_closure_with_cycle_right_recursive() {
+    let src = r#"
+    .decl edge(a: number, b: number)
+    .decl path(a: number, b: number)
+    .input edge
+    path(X, Y) :- edge(X, Y).
+    path(X, Z) :- edge(X, Y), path(Y, Z).
+    "#;
+    let (p, db) = run(src, &[("edge", "1\t2\n2\t3\n3\t1\n")]);
+    let got = sorted(&p, &db, "path");
+    assert_eq!(got.len(), 9);
+    assert!(got.contains(&"3\t3".to_string()));
+}
+
+#[test]
+fn nonlinear_transitive_closure() {
+    let src = r#"
+    .decl edge(a: unsigned, b: unsigned)
+    .decl path(a: unsigned, b: unsigned)
+    .input edge
+    path(X, Y) :- edge(X, Y).
+    path(X, Z) :- path(X, Y), path(Y, Z).
+    "#;
+    let chain: String = (0..50).map(|i| format!("{i}\t{}\n", i + 1)).collect();
+    let (_p, db) = run(src, &[("edge", &chain)]);
+    let (ar, rows) = db.rows("path").unwrap();
+    assert_eq!(rows.len() / ar, 51 * 50 / 2);
+}
+
+#[test]
+fn same_generation() {
+    let src = r#"
+    .decl parent(c: symbol, p: symbol)
+    .decl person(x: symbol)
+    .decl sg(a: symbol, b: symbol)
+    .input parent
+    person(X) :- parent(X, _).
+    person(X) :- parent(_, X).
+    sg(X, X) :- person(X).
+    sg(X, Y) :- parent(X, XP), sg(XP, YP), parent(Y, YP).
+    "#;
+    let parents = "b\ta\nc\ta\nd\tb\ne\tc\nf\te\n";
+    let (p, db) = run(src, &[("parent", parents)]);
+    let got = sorted(&p, &db, "sg");
+    for pair in ["b\tc", "c\tb", "d\te", "e\td", "a\ta", "f\tf"] {
+        assert!(got.contains(&pair.to_string()), "missing {pair}: {got:?}");
+    }
+    assert!(!got.contains(&"d\tc".to_string()));
+    // 6 persons reflexive + (b,c),(c,b),(d,e),(e,d)
+    assert_eq!(got.len(), 10);
+}
+
+#[test]
+fn stratified_negation() {
+    let src = r#"
+    .decl node(x: symbol)
+    .decl edge(a: symbol, b: symbol)
+    .decl reach(x: symbol)
+    .decl unreached(x: symbol)
+    .input node
+    .input edge
+    reach("s").
+    reach(Y) :- reach(X), edge(X, Y).
+    unreached(X) :- node(X), !reach(X).
+    "#;
+    let (p, db) = run(
+        src,
+        &[("node", "s\na\nb\nc\n"), ("edge", "s\ta\na\ts\nb\tc\n")],
+    );
+    assert_eq!(sorted(&p, &db, "reach"), strs(&["s", "a"]));
+    assert_eq!(sorted(&p, &db, "unreached"), strs(&["b", "c"]));
+}
+
+#[test]
+fn negation_with_wildcard_and_constant() {
+    let src = r#"
+    .decl e(a: number, b: number, k: symbol)
+    .decl n(a: number)
+    .decl out(a: number)
+    .decl out2(a: number)
+    .input e
+    .input n
+    out(X) :- n(X), !e(X, _, _).
+    out2(X) :- n(X), !e(_, X, "k").
+    "#;
+    let (p, db) = run(
+        src,
+        &[("e", "1\t2\tk\n3\t4\tj\n"), ("n", "1\n2\n3\n4\n5\n")],
+    );
+    assert_eq!(sorted(&p, &db, "out"), strs(&["2", "4", "5"]));
+    assert_eq!(sorted(&p, &db, "out2"), strs(&["1", "3", "4", "5"]));
+}
+
+#[test]
+fn arithmetic_and_comparisons() {
+    let src = r#"
+    .decl n(x: number)
+    .decl succ(x: number, y: number)
+    .decl small(x: number)
+    .decl combo(x: number, y: number, z: number)
+    .decl neg(x: number)
+    .decl divs(x: number, q: number, r: number)
+    .input n
+    succ(X, Y) :- n(X), Y = X + 1.
+    small(X) :- n(X), X * 2 <= 4, X != 0.
+    combo(X, Y, Z) :- n(X), n(Y), X < Y, Z = (X + Y) * 2 - 1, Y + 1 < Z * 2.
+    neg(Y) :- n(X), Y = -X - 10.
+    divs(X, Q, R) :- n(X), X > 0, Q = 7 / X, R = 7 % X.
+    "#;
+    let (p, db) = run(src, &[("n", "-2\n0\n1\n2\n3\n")]);
+    assert_eq!(
+        sorted(&p, &db, "succ"),
+        strs(&["-2\t-1", "0\t1", "1\t2", "2\t3", "3\t4"])
+    );
+    assert_eq!(sorted(&p, &db, "small"), strs(&["-2", "1", "2"]));
+    let combo = sorted(&p, &db, "combo");
+    assert!(combo.contains(&"1\t2\t5".to_string()));
+    assert!(combo.contains(&"-2\t0\t-5".to_string()) == false); // 0+1 < -10 fails
+    assert!(combo.contains(&"0\t2\t3".to_string()));
+    assert!(!combo.contains(&"0\t1\t1".to_string()));
+    assert_eq!(
+        sorted(&p, &db, "neg"),
+        strs(&["-8", "-10", "-11", "-12", "-13"])
+    );
+    assert_eq!(
+        sorted(&p, &db, "divs"),
+        strs(&["1\t7\t0", "2\t3\t1", "3\t2\t1"])
+    );
+}
+
+#[test]
+fn signed_order_and_range_scan() {
+    // Range scans over a number column must respect signed order.
+    let src = r#"
+    .decl ev(t: number, name: symbol)
+    .decl win(lo: number, hi: number)
+    .decl inside(lo: number, name: symbol)
+    .input ev
+    .input win
+    inside(L, N) :- win(L, H), ev(T, N), L < T, T <= H.
+    "#;
+    let (p, db) = run(
+        src,
+        &[
+            ("ev", "-5\ta\n-1\tb\n0\tc\n3\td\n7\te\n"),
+            ("win", "-6\t0\n0\t7\n-2\t-1\n"),
+        ],
+    );
+    assert_eq!(
+        sorted(&p, &db, "inside"),
+        strs(&["-6\ta", "-6\tb", "-6\tc", "0\td", "0\te", "-2\tb"])
+    );
+    // Rows are sorted with number columns in signed order.
+    let (_, rows) = db.rows("ev").unwrap();
+    let firsts: Vec<i32> = rows.chunks(2).map(|r| r[0] as i32).collect();
+    assert_eq!(firsts, vec![-5, -1, 0, 3, 7]);
+}
+
+#[test]
+fn range_scan_with_bound_prefix() {
+    // exec(L, C, R), J < R, R < I with L, C, J, I bound.
+    let src = r#"
+    .decl exec(l: unsigned, c: unsigned, r: unsigned)
+    .decl q(l: unsigned, c: unsigned, j: unsigned, i: unsigned)
+    .decl hit(l: unsigned, r: unsigned)
+    .input exec
+    .input q
+    hit(L, R) :- q(L, C, J, I), exec(L, C, R), J < R, R < I.
+    "#;
+    let mut exec = String::new();
+    for l in 0..3 {
+        for c in 0..2 {
+            for r in 0..20 {
+                exec.push_str(&format!("{l}\t{c}\t{r}\n"));
+            }
+        }
+    }
+    let (p, db) = run(src, &[("exec", &exec), ("q", "1\t1\t5\t9\n2\t0\t18\t100\n0\t0\t4294967295\t0\n")]);
+    assert_eq!(
+        sorted(&p, &db, "hit"),
+        strs(&["1\t6", "1\t7", "1\t8", "2\t19"])
+    );
+}
+
+#[test]
+fn wildcards_constants_and_repeated_vars() {
+    let src = r#"
+    .decl r(a: symbol, b: symbol, c: number)
+    .decl loops(a: symbol)
+    .decl tagged(a: symbol, t: symbol, k: number)
+    .decl firsts(a: symbol)
+    .input r
+    loops(X) :- r(X, X, _).
+    tagged(X, "T", 42) :- r(X, "y", 1).
+    firsts(X) :- r(X, _, _).
+    "#;
+    let (p, db) = run(src, &[("r", "x\tx\t1\nx\ty\t1\nz\ty\t2\nw\tw\t5\n")]);
+    assert_eq!(sorted(&p, &db, "loops"), strs(&["w", "x"]));
+    assert_eq!(sorted(&p, &db, "tagged"), strs(&["x\tT\t42"]));
+    assert_eq!(sorted(&p, &db, "firsts"), strs(&["w", "x", "z"]));
+}
+
+#[test]
+fn facts_in_program_and_input_plus_rules() {
+    let src = r#"
+    .decl e(a: number, b: number)
+    .decl t(a: number, b: number)
+    .input t
+    e(1, 2). e(2, 3).
+    e(-1, -1).
+    t(X, Z) :- t(X, Y), e(Y, Z).
+    "#;
+    let (p, db) = run(src, &[("t", "0\t1\n")]);
+    assert_eq!(sorted(&p, &db, "e"), strs(&["1\t2", "2\t3", "-1\t-1"]));
+    assert_eq!(sorted(&p, &db, "t"), strs(&["0\t1", "0\t2", "0\t3"]));
+}
+
+#[test]
+fn mutual_recursion() {
+    let src = r#"
+    .decl succ(a: unsigned, b: unsigned)
+    .decl even(a: unsigned)
+    .decl odd(a: unsigned)
+    .input succ
+    even(0).
+    odd(Y) :- even(X), succ(X, Y).
+    even(Y) :- odd(X), succ(X, Y).
+    "#;
+    let succ: String = (0..10).map(|i| format!("{i}\t{}\n", i + 1)).collect();
+    let (p, db) = run(src, &[("succ", &succ)]);
+    assert_eq!(sorted(&p, &db, "even"), strs(&["0", "2", "4", "6", "8", "10"]));
+    assert_eq!(sorted(&p, &db, "odd"), strs(&["1", "3", "5", "7", "9"]));
+}
+
+#[test]
+fn recursive_join_on_non_leading_column_uses_index() {
+    // reach is joined on its second column: needs a permuted index of a recursive relation.
+    let src = r#"
+    .decl e(a: number, b: number)
+    .decl back(a: number, b: number)
+    .input e
+    back(X, Y) :- e(Y, X).
+    back(X, Z) :- e(Z, Y), back(X, Y).
+    "#;
+    let (p, db) = run(src, &[("e", "1\t2\n2\t3\n3\t4\n")]);
+    // back(X, Y): Y reaches X
+    assert_eq!(
+        sorted(&p, &db, "back"),
+        strs(&["2\t1", "3\t2", "4\t3", "3\t1", "4\t2", "4\t1"])
+    );
+}
+
+#[test]
+fn output_sorted_and_deduplicated() {
+    let src = r#"
+    .decl a(x: unsigned, y: unsigned)
+    .decl b(x: unsigned)
+    .input a
+    b(Y) :- a(_, Y).
+    "#;
+    let (p, db) = run(src, &[("a", "5\t3\n1\t3\n2\t1\n1\t3\n")]);
+    assert_eq!(lines(&p, &db, "b"), vec!["1", "3"]);
+    assert_eq!(lines(&p, &db, "a"), vec!["1\t3", "2\t1", "5\t3"]);
+}
+
+#[test]
+fn eval_errors_not_panics() {
+    let program = Program::parse(TC, "tc.dl").unwrap();
+    let mut db = Database::new();
+    assert_eq!(
+        program.evaluate(&mut db),
+        Err(EvalError::MissingInput("edge".into()))
+    );
+    db.insert_flat("edge", 3, vec![0, 0, 0]);
+    assert!(matches!(
+        program.evaluate(&mut db),
+        Err(EvalError::ArityMismatch { expected: 2, found: 3, .. })
+    ));
+    let a = db.symbols.intern("a");
+    db.insert_flat("edge", 2, vec![a, a, a]);
+    assert!(matches!(program.evaluate(&mut db), Err(EvalError::RaggedRows { .. })));
+    db.insert_flat("edge", 2, vec![a, 99]);
+    assert!(matches!(
+        program.evaluate(&mut db),
+        Err(EvalError::UnknownSymbol { value: 99, column: 2, .. })
+    ));
+
+    let div = Program::parse(
+        ".decl n(x: number)\n.decl q(x: number)\n.input n\nq(Y) :- n(X), Y = 10 / X.\n",
+        "div.dl",
+    )
+    .unwrap();
+    let mut db = Database::new();
+    db.insert_flat("n", 1, vec![2, 0]);
+    let e = div.evaluate(&mut db).unwrap_err();
+    assert_eq!(e.to_string(), "div.dl:4: division by zero while evaluating a rule for `q`");
+    // Inputs are still there after a failed evaluation.
+    assert_eq!(db.rows("n").unwrap().1.len(), 2);
+}
+
+#[test]
+fn evaluate_twice_is_stable() {
+    let program = Program::parse(TC, "tc.dl").unwrap();
+    let mut db = Database::new();
+    let ids: Vec<u32> = ["a", "b", "c"].iter().map(|s| db.symbols.intern(s)).collect();
+    db.insert_flat("edge", 2, vec![ids[0], ids[1], ids[1], ids[2]]);
+    let s1 = program.evaluate(&mut db).unwrap();
+    let first = db.rows("path").unwrap().1.to_vec();
+    let s2 = program.evaluate(&mut db).unwrap();
+    assert_eq!(db.rows("path").unwrap().1, &first[..]);
+    assert_eq!(s1.derived, s2.derived);
+    assert_eq!(s1.derived, vec![("path".to_string(), 3)]);
+}
