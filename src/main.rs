@@ -8,7 +8,13 @@ fn main() {
     let code = match prosecutor::cli::try_main() {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err}");
+            let msg = err.to_string();
+            // Rule diagnostics are already rendered rustc-style ("path:line:col: error: ...").
+            if msg.contains(": error: ") {
+                eprintln!("{msg}");
+            } else {
+                eprintln!("error: {msg}");
+            }
             2
         }
     };

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::cdg::ControlDeps;
 use crate::dump::Dump;
-use crate::epg::{Epg, EpgError, DEFAULT_RULES_PATH};
+use crate::epg::{Epg, EpgError, DEFAULT_RULES, DEFAULT_RULES_PATH};
 use crate::error::Error;
 use crate::forward::{forward, Premises, TraceView};
 
@@ -13,25 +13,32 @@ pub enum Rules {
     /// The default rules compiled with crepe (`src/epg/compiled.rs`).
     Compiled,
     /// A rule program interpreted at run time, with the path it came from.
-    Interpreted { path: String },
+    Interpreted { path: String, program: datalog::Program },
 }
 
 impl Rules {
     /// Loads and checks a rule file (`None`: the built-in `rules/epg.dl`).
     pub fn load(path: Option<&Path>) -> Result<Rules, Error> {
-        let _ = path;
-        Ok(Rules::Compiled)
+        let (text, name) = match path {
+            None => (DEFAULT_RULES.to_owned(), DEFAULT_RULES_PATH.to_owned()),
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| Error::Io { path: p.display().to_string(), source: e })?;
+                (text, p.display().to_string())
+            }
+        };
+        let program = datalog::Program::parse(&text, &name).map_err(|d| Error::Epg(EpgError::Rules(d.to_string())))?;
+        Ok(Rules::Interpreted { path: name, program })
     }
 
-    /// The built-in default rules (`rules/epg.dl`).
+    /// The built-in default rules (`rules/epg.dl`), interpreted.
     pub fn default_rules() -> Rules {
-        Rules::Compiled
+        Rules::load(None).expect("the built-in rules/epg.dl is valid")
     }
 
     pub fn describe(&self) -> String {
         match self {
             Rules::Compiled => "compiled default rules".to_owned(),
-            Rules::Interpreted { path } => format!("rules from {path}"),
+            Rules::Interpreted { path, .. } => format!("rules interpreted from {path}"),
         }
     }
 }
@@ -52,12 +59,9 @@ pub fn derive(dump: &Dump, rules: &Rules, views: &[TraceView]) -> Result<(Epg, P
 
 /// Applies the rules to premises already computed.
 pub fn derive_premises(dump: &Dump, premises: &Premises, rules: &Rules) -> Result<Epg, Error> {
-    let _ = dump;
     Ok(match rules {
         Rules::Compiled => Epg::derive_compiled(premises)?,
-        Rules::Interpreted { path } => {
-            return Err(Error::Epg(EpgError::Rules(format!("{path}: {DEFAULT_RULES_PATH}: interpreter not available yet"))))
-        }
+        Rules::Interpreted { path, program } => Epg::derive_interpreted(dump, premises, program, path)?,
     })
 }
 

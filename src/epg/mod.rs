@@ -129,7 +129,6 @@ impl Epg {
     }
 
     /// Derives the EPG by interpreting a rule program.
-    #[cfg(any())] // TEMP: until the datalog crate lands
     pub fn derive_interpreted(dump: &Dump, p: &Premises, program: &datalog::Program, rules_path: &str) -> Result<Epg, EpgError> {
         let mut db = datalog::Database::new();
         let remap: Vec<u32> = (0..p.symbols.len()).map(|s| db.symbols.intern(&p.symbols.name(dump, s))).collect();

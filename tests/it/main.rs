@@ -2,4 +2,6 @@
 
 mod bad_input;
 mod common;
+mod differential;
 mod epg_fixtures;
+mod rules_cli;
