@@ -1,0 +1,133 @@
+//! Timing of loopy BP on [`synthetic_dag`] graphs (for `prosecutor bench` and the ignored
+//! timing test). Nothing here asserts on time.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{loopy_bp, synthetic_dag, BpOptions, Cpd, InferError, Schedule};
+
+/// Timing of one BP configuration (median over `runs`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRun {
+    pub n: usize,
+    pub edges: usize,
+    pub unobserved: usize,
+    pub schedule: Schedule,
+    pub log_domain: bool,
+    pub threads: usize,
+    pub runs: usize,
+    /// Median wall-clock seconds of `loopy_bp` (graph construction excluded).
+    pub median_secs: f64,
+    pub min_secs: f64,
+    pub max_secs: f64,
+    pub iterations: usize,
+    pub max_change: f64,
+    pub converged: bool,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let k = v.len();
+    if k % 2 == 1 {
+        v[k / 2]
+    } else {
+        0.5 * (v[k / 2 - 1] + v[k / 2])
+    }
+}
+
+/// Times BP on `synthetic_dag(n, seed)` for: Sequential on 1 thread, Parallel on 1 thread and
+/// Parallel on `threads` threads (if > 1), each `runs` times, with default options otherwise
+/// (`log_domain` as given).
+pub fn bench_runs(
+    n: usize,
+    threads: usize,
+    runs: usize,
+    seed: u64,
+    log_domain: bool,
+) -> Result<Vec<BenchRun>, InferError> {
+    let runs = runs.max(1);
+    let (dag, ev) = synthetic_dag(n, seed);
+    let unobserved = ev.iter().filter(|e| e.is_none()).count();
+    let mut configs = vec![(Schedule::Sequential, 1), (Schedule::Parallel, 1)];
+    if threads > 1 {
+        configs.push((Schedule::Parallel, threads));
+    }
+    let mut out = Vec::new();
+    for (schedule, t) in configs {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .map_err(|e| InferError::BadParameter(format!("cannot build a {t}-thread pool: {e}")))?;
+        let opts = BpOptions {
+            schedule,
+            log_domain,
+            ..BpOptions::default()
+        };
+        let mut times = Vec::with_capacity(runs);
+        let mut last = None;
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            let m = pool.install(|| loopy_bp(&dag, &Cpd::default(), &ev, &opts))?;
+            times.push(t0.elapsed().as_secs_f64());
+            last = Some(m.convergence);
+        }
+        let conv = last.expect("runs >= 1");
+        let min_secs = times.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max_secs = times.iter().cloned().fold(0.0, f64::max);
+        out.push(BenchRun {
+            n,
+            edges: dag.num_edges(),
+            unobserved,
+            schedule,
+            log_domain,
+            threads: t,
+            runs,
+            median_secs: median(&mut times),
+            min_secs,
+            max_secs,
+            iterations: conv.iterations,
+            max_change: conv.max_change,
+            converged: conv.converged,
+        });
+    }
+    Ok(out)
+}
+
+/// Human-readable report of [`bench_runs`] (3 runs per configuration, linear and log domain).
+pub fn bench_report(n: usize, threads: usize) -> String {
+    let mut s = String::new();
+    for log_domain in [false, true] {
+        match bench_runs(n, threads, 3, 1, log_domain) {
+            Ok(rows) => {
+                if let Some(r) = rows.first() {
+                    let _ = writeln!(
+                        s,
+                        "loopy BP on synthetic_dag(n = {}, seed = 1): {} edges, {} unobserved, log_domain = {}",
+                        r.n, r.edges, r.unobserved, log_domain
+                    );
+                }
+                for r in &rows {
+                    let _ = writeln!(
+                        s,
+                        "  {:<10} threads={} median {:.3} s (min {:.3}, max {:.3}, {} runs)  iterations={} max_change={:.2e} converged={}",
+                        format!("{:?}", r.schedule),
+                        r.threads,
+                        r.median_secs,
+                        r.min_secs,
+                        r.max_secs,
+                        r.runs,
+                        r.iterations,
+                        r.max_change,
+                        r.converged
+                    );
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(s, "benchmark failed (log_domain = {log_domain}): {e}");
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,403 @@
+//! Loopy belief propagation engine (schedules, damping, convergence, beliefs).
+
+use rayon::prelude::*;
+
+use super::kernel::{clip, sigmoid, FactorKernel, Scratch};
+use super::{
+    check_evidence, BpOptions, Convergence, Cpd, Dag, InferError, Marginals, Schedule,
+};
+
+/// Message state. Factor-to-variable messages: `pi_v[v]` (f_v → v) and `lam_e[pos]`
+/// (f_v → u, indexed by the position of u in v's parent list). Variable-to-factor messages:
+/// `lam_v[v]` (v → f_v) and `pi_e[pos]` (u → f_c, indexed by the position of c in u's child list).
+struct State {
+    pi_v: Vec<f64>,
+    lam_e: Vec<f64>,
+    lam_v: Vec<f64>,
+    pi_e: Vec<f64>,
+}
+
+/// Clamp log-odds of an observation (`Some(true)` = correct).
+#[inline]
+fn clamp_of(obs: bool) -> f64 {
+    if obs {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Applies damping to a new factor message and returns (stored value, change in probability).
+#[inline]
+fn damp(new: f64, old: f64, damping: f64, log_domain: bool) -> (f64, f64) {
+    let stored = if damping == 0.0 {
+        new
+    } else if log_domain {
+        (1.0 - damping) * new + damping * old
+    } else {
+        let b = (1.0 - damping) * sigmoid(new) + damping * sigmoid(old);
+        let a = (1.0 - damping) * sigmoid(-new) + damping * sigmoid(-old);
+        (b / a).ln()
+    };
+    let change = (sigmoid(stored) - sigmoid(old)).abs();
+    (stored, change)
+}
+
+/// Accumulated result of a batch of updates.
+#[derive(Clone, Copy)]
+struct Acc {
+    max_change: f64,
+    /// Smallest vertex at which a contradiction (NaN message) was found.
+    contradiction: Option<u32>,
+}
+
+impl Acc {
+    fn new() -> Acc {
+        Acc {
+            max_change: 0.0,
+            contradiction: None,
+        }
+    }
+    #[inline]
+    fn change(&mut self, c: f64) {
+        if c > self.max_change {
+            self.max_change = c;
+        }
+    }
+    #[inline]
+    fn check(&mut self, msg: f64, v: usize) {
+        if msg.is_nan() {
+            let v = v as u32;
+            self.contradiction = Some(self.contradiction.map_or(v, |w| w.min(v)));
+        }
+    }
+    fn merge(self, o: Acc) -> Acc {
+        Acc {
+            max_change: self.max_change.max(o.max_change),
+            contradiction: match (self.contradiction, o.contradiction) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+}
+
+struct Engine<'a> {
+    dag: &'a Dag,
+    evidence: &'a [Option<bool>],
+    kern: FactorKernel,
+    damping: f64,
+    log_domain: bool,
+}
+
+impl Engine<'_> {
+    /// Factor `f_v`: new `π_v` from `pi_e` (`g` is a gather buffer).
+    #[inline]
+    fn factor_pi(&self, v: usize, pi_e: &[f64], g: &mut Vec<f64>) -> f64 {
+        let (lo, hi) = (self.dag.par_off()[v], self.dag.par_off()[v + 1]);
+        g.clear();
+        g.extend(self.dag.par_to_ch()[lo..hi].iter().map(|&j| pi_e[j]));
+        self.kern.pi_out(g)
+    }
+
+    /// Factor `f_v`: new `λ_{v→u}` for all parents into `out` (not damped yet).
+    #[inline]
+    fn factor_lam(&self, v: usize, pi_e: &[f64], lam_v: f64, out: &mut [f64], s: &mut Scratch, g: &mut Vec<f64>) {
+        let (lo, hi) = (self.dag.par_off()[v], self.dag.par_off()[v + 1]);
+        g.clear();
+        g.extend(self.dag.par_to_ch()[lo..hi].iter().map(|&j| pi_e[j]));
+        self.kern.lam_out(g, lam_v, out, s);
+    }
+
+    /// Variable `v` (unobserved): `λ_v = Σ_c λ_{c→v}` and `π_{v→c}` for every child into `out`.
+    #[inline]
+    fn var_out(&self, v: usize, pi_v: f64, lam_e: &[f64], out: &mut [f64], pre: &mut Vec<f64>) -> f64 {
+        let (lo, hi) = (self.dag.ch_off()[v], self.dag.ch_off()[v + 1]);
+        let c2p = &self.dag.ch_to_par()[lo..hi];
+        pre.clear();
+        let mut acc = 0.0f64;
+        for &j in c2p {
+            pre.push(acc);
+            acc += lam_e[j];
+        }
+        let total = acc;
+        let mut suf = 0.0f64;
+        for i in (0..c2p.len()).rev() {
+            out[i] = clip(pi_v + pre[i] + suf);
+            suf += lam_e[c2p[i]];
+        }
+        clip(total)
+    }
+
+    fn init(&self) -> State {
+        let dag = self.dag;
+        let n = dag.len();
+        let m = dag.num_edges();
+        let mut st = State {
+            pi_v: vec![0.0; n],
+            lam_e: vec![0.0; m],
+            lam_v: vec![0.0; n],
+            pi_e: vec![0.0; m],
+        };
+        for v in 0..n {
+            if dag.parents(v as u32).is_empty() {
+                st.pi_v[v] = self.kern.root_pi;
+            }
+            if let Some(obs) = self.evidence[v] {
+                let c = clamp_of(obs);
+                st.lam_v[v] = c;
+                let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
+                st.pi_e[lo..hi].fill(c);
+            }
+        }
+        st
+    }
+
+    /// One sequential iteration: forward sweep (π) then backward sweep (λ).
+    fn sweep(&self, st: &mut State, s: &mut Scratch, g: &mut Vec<f64>, buf: &mut Vec<f64>) -> Acc {
+        let dag = self.dag;
+        let mut acc = Acc::new();
+        for &v in dag.topological_order() {
+            let v = v as usize;
+            if !dag.parents(v as u32).is_empty() {
+                let new = self.factor_pi(v, &st.pi_e, g);
+                let (stored, ch) = damp(new, st.pi_v[v], self.damping, self.log_domain);
+                acc.check(stored, v);
+                acc.change(ch);
+                st.pi_v[v] = stored;
+            }
+            if self.evidence[v].is_none() {
+                let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
+                let _ = self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], buf);
+                for &x in &st.pi_e[lo..hi] {
+                    acc.check(x, v);
+                }
+            }
+        }
+        for &v in dag.topological_order().iter().rev() {
+            let v = v as usize;
+            if self.evidence[v].is_none() {
+                // λ_v = Σ_c λ_{c→v}
+                let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
+                let l: f64 = dag.ch_to_par()[lo..hi].iter().map(|&j| st.lam_e[j]).sum();
+                let l = clip(l);
+                acc.check(l, v);
+                st.lam_v[v] = l;
+            }
+            let (lo, hi) = (dag.par_off()[v], dag.par_off()[v + 1]);
+            if hi > lo {
+                buf.resize(hi - lo, 0.0);
+                self.factor_lam(v, &st.pi_e, st.lam_v[v], buf, s, g);
+                for (i, &new) in buf.iter().enumerate() {
+                    let (stored, ch) = damp(new, st.lam_e[lo + i], self.damping, self.log_domain);
+                    acc.check(stored, v);
+                    acc.change(ch);
+                    st.lam_e[lo + i] = stored;
+                }
+            }
+        }
+        acc
+    }
+
+    /// One flooding iteration: all factor messages from the old variable messages (parallel over
+    /// vertex chunks), then all variable messages from the new factor messages.
+    fn flood(&self, st: &mut State, fchunks: &[usize], vchunks: &[usize]) -> Acc {
+        let dag = self.dag;
+        // Phase A: factors.
+        let acc_a = {
+            let parts = split(fchunks, dag.par_off(), &mut st.pi_v, &mut st.lam_e);
+            let pi_e = &st.pi_e;
+            let lam_v = &st.lam_v;
+            parts
+                .into_par_iter()
+                .map(|(a, b, pv, le)| {
+                    let mut s = Scratch::default();
+                    let mut g = Vec::new();
+                    let mut buf = Vec::new();
+                    let mut acc = Acc::new();
+                    let base = dag.par_off()[a];
+                    for v in a..b {
+                        let (lo, hi) = (dag.par_off()[v] - base, dag.par_off()[v + 1] - base);
+                        if hi == lo {
+                            continue;
+                        }
+                        let new = self.factor_pi(v, pi_e, &mut g);
+                        let (stored, ch) = damp(new, pv[v - a], self.damping, self.log_domain);
+                        acc.check(stored, v);
+                        acc.change(ch);
+                        pv[v - a] = stored;
+                        buf.resize(hi - lo, 0.0);
+                        self.factor_lam(v, pi_e, lam_v[v], &mut buf, &mut s, &mut g);
+                        for (i, &new) in buf.iter().enumerate() {
+                            let (stored, ch) =
+                                damp(new, le[lo + i], self.damping, self.log_domain);
+                            acc.check(stored, v);
+                            acc.change(ch);
+                            le[lo + i] = stored;
+                        }
+                    }
+                    acc
+                })
+                .reduce(Acc::new, Acc::merge)
+        };
+        // Phase B: variables.
+        let acc_b = {
+            let parts = split(vchunks, dag.ch_off(), &mut st.lam_v, &mut st.pi_e);
+            let pi_v = &st.pi_v;
+            let lam_e = &st.lam_e;
+            parts
+                .into_par_iter()
+                .map(|(a, b, lv, pe)| {
+                    let mut pre = Vec::new();
+                    let mut acc = Acc::new();
+                    let base = dag.ch_off()[a];
+                    for v in a..b {
+                        if self.evidence[v].is_some() {
+                            continue;
+                        }
+                        let (lo, hi) = (dag.ch_off()[v] - base, dag.ch_off()[v + 1] - base);
+                        let l = self.var_out(v, pi_v[v], lam_e, &mut pe[lo..hi], &mut pre);
+                        acc.check(l, v);
+                        for &x in &pe[lo..hi] {
+                            acc.check(x, v);
+                        }
+                        lv[v - a] = l;
+                    }
+                    acc
+                })
+                .reduce(Acc::new, Acc::merge)
+        };
+        // Variable messages are not counted in max_change (they are functions of the factor
+        // messages), but contradictions there are reported.
+        Acc {
+            max_change: acc_a.max_change,
+            contradiction: acc_a.merge(acc_b).contradiction,
+        }
+    }
+}
+
+type Part<'a> = (usize, usize, &'a mut [f64], &'a mut [f64]);
+
+/// Splits per-vertex data `vd` and per-edge data `ed` (CSR offsets `off`) at the vertex
+/// boundaries `bounds` (0 = b_0 < b_1 < ... = n).
+fn split<'a>(bounds: &[usize], off: &[usize], vd: &'a mut [f64], ed: &'a mut [f64]) -> Vec<Part<'a>> {
+    let mut out = Vec::with_capacity(bounds.len());
+    let (mut vrest, mut erest) = (vd, ed);
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let (vh, vt) = vrest.split_at_mut(b - a);
+        let (eh, et) = erest.split_at_mut(off[b] - off[a]);
+        out.push((a, b, vh, eh));
+        vrest = vt;
+        erest = et;
+    }
+    out
+}
+
+/// Vertex chunk boundaries with roughly `target` units of work (vertices + edges) each.
+fn chunk_bounds(off: &[usize], target: usize) -> Vec<usize> {
+    let n = off.len() - 1;
+    let mut b = vec![0];
+    let mut start_w = 0usize;
+    for v in 0..n {
+        let w = v + 1 + off[v + 1];
+        if w - start_w >= target {
+            b.push(v + 1);
+            start_w = w;
+        }
+    }
+    if *b.last().unwrap() != n {
+        b.push(n);
+    }
+    b
+}
+
+/// Loopy belief propagation. `evidence[v]`: `Some(true)` observed correct, `Some(false)` observed
+/// incorrect, `None` unobserved. Returns `P(v incorrect | evidence)` for every vertex.
+///
+/// Errors: evidence length mismatch, parameters out of range, or evidence of probability zero
+/// ([`InferError::ImpossibleEvidence`], detected as a message or belief of zero mass).
+pub fn loopy_bp(
+    dag: &Dag,
+    cpd: &Cpd,
+    evidence: &[Option<bool>],
+    opts: &BpOptions,
+) -> Result<Marginals, InferError> {
+    cpd.validate()?;
+    opts.validate()?;
+    check_evidence(dag, evidence)?;
+    let eng = Engine {
+        dag,
+        evidence,
+        kern: FactorKernel::new(cpd.p, cpd.prior, opts.log_domain),
+        damping: opts.damping,
+        log_domain: opts.log_domain,
+    };
+    let mut st = eng.init();
+    let mut conv = Convergence {
+        iterations: 0,
+        max_change: 0.0,
+        converged: true,
+    };
+    if dag.is_empty() {
+        return beliefs(dag, evidence, &st, conv);
+    }
+    let target = 1 << 14;
+    let (fchunks, vchunks) = match opts.schedule {
+        Schedule::Parallel => (chunk_bounds(dag.par_off(), target), chunk_bounds(dag.ch_off(), target)),
+        Schedule::Sequential => (Vec::new(), Vec::new()),
+    };
+    let (mut s, mut g, mut buf) = (Scratch::default(), Vec::new(), Vec::new());
+    conv.converged = false;
+    for it in 1..=opts.max_iter {
+        let acc = match opts.schedule {
+            Schedule::Sequential => eng.sweep(&mut st, &mut s, &mut g, &mut buf),
+            Schedule::Parallel => eng.flood(&mut st, &fchunks, &vchunks),
+        };
+        if let Some(v) = acc.contradiction {
+            return Err(InferError::ImpossibleEvidence { vertex: Some(v) });
+        }
+        conv.iterations = it;
+        conv.max_change = acc.max_change;
+        if acc.max_change <= opts.tol {
+            conv.converged = true;
+            break;
+        }
+    }
+    beliefs(dag, evidence, &st, conv)
+}
+
+fn beliefs(dag: &Dag, evidence: &[Option<bool>], st: &State, convergence: Convergence) -> Result<Marginals, InferError> {
+    let n = dag.len();
+    let mut p_incorrect = Vec::with_capacity(n);
+    let mut log_odds_incorrect = Vec::with_capacity(n);
+    for v in 0..n {
+        let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
+        let s: f64 = st.pi_v[v]
+            + dag.ch_to_par()[lo..hi]
+                .iter()
+                .map(|&j| st.lam_e[j])
+                .sum::<f64>();
+        let impossible = match evidence[v] {
+            None => s.is_nan(),
+            Some(true) => s.is_nan() || s == f64::INFINITY,
+            Some(false) => s.is_nan() || s == f64::NEG_INFINITY,
+        };
+        if impossible {
+            return Err(InferError::ImpossibleEvidence {
+                vertex: Some(v as u32),
+            });
+        }
+        let l = match evidence[v] {
+            None => s,
+            Some(obs) => clamp_of(obs),
+        };
+        log_odds_incorrect.push(l);
+        p_incorrect.push(sigmoid(l));
+    }
+    Ok(Marginals {
+        p_incorrect,
+        log_odds_incorrect,
+        convergence,
+    })
+}

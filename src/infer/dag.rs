@@ -1,0 +1,196 @@
+//! Compressed (CSR) directed acyclic graph with parent and child adjacency.
+
+use super::InferError;
+
+/// A DAG over vertices `0..n`, stored as CSR arrays of parents and of children (each sorted and
+/// free of duplicates), together with a topological order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dag {
+    n: usize,
+    par_off: Vec<usize>,
+    par: Vec<u32>,
+    ch_off: Vec<usize>,
+    ch: Vec<u32>,
+    /// For the j-th child entry (position in `ch`) of `u` with child `c`: the position of `u`
+    /// in `c`'s parent list (index into `par`).
+    ch_to_par: Vec<usize>,
+    /// For each position in `par`: the matching position in `ch`.
+    par_to_ch: Vec<usize>,
+    topo: Vec<u32>,
+}
+
+impl Dag {
+    /// Builds from (parent, child) edges; duplicate edges are merged; self-loops and cycles are an
+    /// error naming one vertex on the cycle ([`InferError::Cycle`]); vertices must be `< n`.
+    pub fn from_edges(n: usize, edges: &[(u32, u32)]) -> Result<Dag, InferError> {
+        if n > u32::MAX as usize {
+            return Err(InferError::BadParameter(format!(
+                "{n} vertices do not fit in u32 vertex ids"
+            )));
+        }
+        for (i, &(a, b)) in edges.iter().enumerate() {
+            if a as usize >= n || b as usize >= n {
+                return Err(InferError::VertexOutOfRange {
+                    edge_index: i,
+                    parent: a,
+                    child: b,
+                    n,
+                });
+            }
+            if a == b {
+                return Err(InferError::Cycle { vertex: a });
+            }
+        }
+        // Parent CSR via counting sort by child, then sort + dedup each list.
+        let mut par_off = vec![0usize; n + 1];
+        for &(_, b) in edges {
+            par_off[b as usize + 1] += 1;
+        }
+        for i in 0..n {
+            par_off[i + 1] += par_off[i];
+        }
+        let mut fill = par_off.clone();
+        let mut par = vec![0u32; edges.len()];
+        for &(a, b) in edges {
+            par[fill[b as usize]] = a;
+            fill[b as usize] += 1;
+        }
+        // Sort and dedup per child, compacting in place.
+        let mut new_off = vec![0usize; n + 1];
+        let mut w = 0usize;
+        for v in 0..n {
+            let (s, e) = (par_off[v], par_off[v + 1]);
+            par[s..e].sort_unstable();
+            for i in s..e {
+                if i == s || par[i] != par[i - 1] {
+                    par[w] = par[i];
+                    w += 1;
+                }
+            }
+            new_off[v + 1] = w;
+        }
+        par.truncate(w);
+        let par_off = new_off;
+        let m = par.len();
+
+        // Child CSR (children sorted because we scan children v in increasing order).
+        let mut ch_off = vec![0usize; n + 1];
+        for &u in &par {
+            ch_off[u as usize + 1] += 1;
+        }
+        for i in 0..n {
+            ch_off[i + 1] += ch_off[i];
+        }
+        let mut fill = ch_off.clone();
+        let mut ch = vec![0u32; m];
+        let mut ch_to_par = vec![0usize; m];
+        let mut par_to_ch = vec![0usize; m];
+        for v in 0..n {
+            for pos in par_off[v]..par_off[v + 1] {
+                let u = par[pos] as usize;
+                let cpos = fill[u];
+                fill[u] += 1;
+                ch[cpos] = v as u32;
+                ch_to_par[cpos] = pos;
+                par_to_ch[pos] = cpos;
+            }
+        }
+
+        // Kahn's algorithm for a topological order.
+        let mut indeg: Vec<u32> = (0..n).map(|v| (par_off[v + 1] - par_off[v]) as u32).collect();
+        let mut topo: Vec<u32> = (0..n as u32).filter(|&v| indeg[v as usize] == 0).collect();
+        let mut head = 0;
+        while head < topo.len() {
+            let u = topo[head] as usize;
+            head += 1;
+            for &c in &ch[ch_off[u]..ch_off[u + 1]] {
+                indeg[c as usize] -= 1;
+                if indeg[c as usize] == 0 {
+                    topo.push(c);
+                }
+            }
+        }
+        if topo.len() < n {
+            // Every remaining vertex has a remaining parent; walk parents until a repeat.
+            let mut on_path = vec![false; n];
+            let mut v = (0..n).find(|&v| indeg[v] > 0).expect("a vertex left by Kahn");
+            loop {
+                if on_path[v] {
+                    return Err(InferError::Cycle { vertex: v as u32 });
+                }
+                on_path[v] = true;
+                v = par[par_off[v]..par_off[v + 1]]
+                    .iter()
+                    .map(|&u| u as usize)
+                    .find(|&u| indeg[u] > 0)
+                    .expect("a vertex left by Kahn has a parent left by Kahn");
+            }
+        }
+        Ok(Dag {
+            n,
+            par_off,
+            par,
+            ch_off,
+            ch,
+            ch_to_par,
+            par_to_ch,
+            topo,
+        })
+    }
+
+    /// Number of vertices.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the graph has no vertices.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Number of (distinct) edges.
+    pub fn num_edges(&self) -> usize {
+        self.par.len()
+    }
+
+    /// Sorted parents of `v` (panics if `v >= len()`, like slice indexing).
+    pub fn parents(&self, v: u32) -> &[u32] {
+        let v = v as usize;
+        &self.par[self.par_off[v]..self.par_off[v + 1]]
+    }
+
+    /// Sorted children of `v` (panics if `v >= len()`, like slice indexing).
+    pub fn children(&self, v: u32) -> &[u32] {
+        let v = v as usize;
+        &self.ch[self.ch_off[v]..self.ch_off[v + 1]]
+    }
+
+    /// A topological order (parents before children).
+    pub fn topological_order(&self) -> &[u32] {
+        &self.topo
+    }
+
+    /// All edges as (parent, child), sorted by child then parent.
+    pub fn edges(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::with_capacity(self.par.len());
+        for v in 0..self.n {
+            for &u in &self.par[self.par_off[v]..self.par_off[v + 1]] {
+                out.push((u, v as u32));
+            }
+        }
+        out
+    }
+
+    pub(crate) fn par_off(&self) -> &[usize] {
+        &self.par_off
+    }
+    pub(crate) fn ch_off(&self) -> &[usize] {
+        &self.ch_off
+    }
+    pub(crate) fn ch_to_par(&self) -> &[usize] {
+        &self.ch_to_par
+    }
+    pub(crate) fn par_to_ch(&self) -> &[usize] {
+        &self.par_to_ch
+    }
+}

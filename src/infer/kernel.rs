@@ -1,0 +1,254 @@
+//! Message kernels: O(k) noisy-OR factor messages (linear and log domain) and helpers on
+//! log-odds. All messages are log-odds `ℓ = ln(m(incorrect) / m(correct))`.
+
+use super::InferError;
+
+/// Finite log-odds sent by variables are clipped to `±CLIP` (probabilities below ~1e-304 become
+/// 1e-304); only evidence produces `±∞`.
+pub(crate) const CLIP: f64 = 700.0;
+
+/// Below this product of `c_u` the linear kernel switches to the log kernel (underflow guard).
+const TINY: f64 = 1e-250;
+
+/// Logistic function `1 / (1 + e^{-l})`, exact at `±∞`.
+#[inline]
+pub(crate) fn sigmoid(l: f64) -> f64 {
+    if l >= 0.0 {
+        1.0 / (1.0 + (-l).exp())
+    } else {
+        let e = l.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// `ln(1 + e^x)`, stable, exact at `±∞`.
+#[inline]
+pub(crate) fn softplus(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// `ln(e^a + e^b)` with `-∞` handled.
+#[inline]
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    let (hi, lo) = if a >= b { (a, b) } else { (b, a) };
+    if hi == f64::NEG_INFINITY {
+        return f64::NEG_INFINITY;
+    }
+    hi + (lo - hi).exp().ln_1p()
+}
+
+/// Clips finite log-odds to `±CLIP`; keeps `±∞` and NaN.
+#[inline]
+pub(crate) fn clip(l: f64) -> f64 {
+    if l.is_finite() {
+        l.clamp(-CLIP, CLIP)
+    } else {
+        l
+    }
+}
+
+/// Per-factor parameters shared by all noisy-OR factors.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FactorKernel {
+    p: f64,
+    q: f64,
+    ln_p: f64,
+    log_domain: bool,
+    /// Message `f_v → v` of a root: `ln((1 - prior) / prior)`.
+    pub(crate) root_pi: f64,
+}
+
+/// Scratch buffers reused across factor updates.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    pub(crate) a: Vec<f64>,
+    pub(crate) b: Vec<f64>,
+    pub(crate) c: Vec<f64>,
+    pub(crate) d: Vec<f64>,
+}
+
+impl FactorKernel {
+    pub(crate) fn new(p: f64, prior: f64, log_domain: bool) -> FactorKernel {
+        FactorKernel {
+            p,
+            q: 1.0 - p,
+            ln_p: p.ln(),
+            log_domain,
+            root_pi: (1.0 - prior).ln() - prior.ln(),
+        }
+    }
+
+    /// `ln c_u` for a parent message `l`, where `c_u = (1 - b) + p·b`, `b = σ(l)`.
+    #[inline]
+    fn ln_c(&self, l: f64) -> f64 {
+        if self.p == 0.0 {
+            -softplus(l)
+        } else if l <= 0.0 {
+            let t = l.exp();
+            (self.p * t).ln_1p() - t.ln_1p()
+        } else {
+            let t = (-l).exp();
+            (self.p + t).ln() - t.ln_1p()
+        }
+    }
+
+    /// Message `f_v → v` (log-odds) given the parents' messages `π_{u→v}` (log-odds).
+    /// A factor without parents is a root and sends the prior.
+    pub(crate) fn pi_out(&self, parents: &[f64]) -> f64 {
+        if parents.is_empty() {
+            return self.root_pi;
+        }
+        if !self.log_domain {
+            let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
+            for &l in parents {
+                let b = sigmoid(l);
+                let c = sigmoid(-l) + self.p * b;
+                d_all += c_all * (self.q * b);
+                c_all *= c;
+            }
+            if c_all >= TINY {
+                return (d_all / c_all).ln();
+            }
+        }
+        let big_l: f64 = parents.iter().map(|&l| self.ln_c(l)).sum();
+        (-big_l.exp_m1()).ln() - big_l
+    }
+
+    /// Messages `f_v → u` for every parent (written to `out`, same order as `parents`), given
+    /// the parents' messages and the child's message `λ_v` (all log-odds).
+    pub(crate) fn lam_out(&self, parents: &[f64], child: f64, out: &mut [f64], s: &mut Scratch) {
+        let k = parents.len();
+        debug_assert_eq!(out.len(), k);
+        if k == 0 {
+            return;
+        }
+        let alpha = sigmoid(-child);
+        let beta = sigmoid(child);
+        if !self.log_domain {
+            // prefix products P_i = Π_{j<i} c_j and complements Dp_i = 1 - P_i.
+            s.a.clear();
+            s.b.clear();
+            s.c.clear();
+            s.d.clear();
+            let (mut pc, mut pd) = (1.0f64, 0.0f64);
+            for &l in parents {
+                s.a.push(pc);
+                s.b.push(pd);
+                let b = sigmoid(l);
+                let c = sigmoid(-l) + self.p * b;
+                s.c.push(c);
+                s.d.push(self.q * b);
+                pd += pc * (self.q * b);
+                pc *= c;
+            }
+            if pc >= TINY {
+                let (mut sc, mut sd) = (1.0f64, 0.0f64); // suffix S_{i+1}, Ds_{i+1}
+                for i in (0..k).rev() {
+                    let c_loo = s.a[i] * sc;
+                    let d_loo = s.b[i] + s.a[i] * sd;
+                    let mu0 = beta * d_loo + alpha * c_loo;
+                    let mu1 = beta * (d_loo + self.q * c_loo) + alpha * self.p * c_loo;
+                    out[i] = (mu1 / mu0).ln();
+                    sd += sc * s.d[i];
+                    sc *= s.c[i];
+                }
+                return;
+            }
+        }
+        // Log domain: prefix sums of ln c.
+        let la = -softplus(child);
+        let lb = -softplus(-child);
+        s.a.clear();
+        s.c.clear();
+        let mut acc = 0.0f64;
+        for &l in parents {
+            s.a.push(acc);
+            let lc = self.ln_c(l);
+            s.c.push(lc);
+            acc += lc;
+        }
+        let mut suf = 0.0f64;
+        for i in (0..k).rev() {
+            let big_l = s.a[i] + suf;
+            let ln_d = (-big_l.exp_m1()).ln();
+            let ln_one_minus_pc = (-(big_l + self.ln_p).exp_m1()).ln();
+            let lm0 = log_add_exp(lb + ln_d, la + big_l);
+            let lm1 = log_add_exp(lb + ln_one_minus_pc, la + self.ln_p + big_l);
+            out[i] = lm1 - lm0;
+            suf += s.c[i];
+        }
+    }
+}
+
+/// The O(k) noisy-OR factor messages of one factor `f_v = P(x_v | parents)` with the given CPD
+/// parameter `p` (and root prior `prior` when there are no parents): returns
+/// `(message to v, messages to each parent)`, all as log-odds of *incorrect*, given the incoming
+/// messages `parents[i] = π_{u_i→v}` and `child = λ_v` (log-odds; `±∞` allowed).
+/// Exposed for testing and for callers that want to inspect single factors.
+pub fn noisy_or_factor_messages(
+    p: f64,
+    prior: f64,
+    parents: &[f64],
+    child: f64,
+    log_domain: bool,
+) -> (f64, Vec<f64>) {
+    let kern = FactorKernel::new(p, prior, log_domain);
+    let mut out = vec![0.0; parents.len()];
+    let mut s = Scratch::default();
+    kern.lam_out(parents, child, &mut out, &mut s);
+    (kern.pi_out(parents), out)
+}
+
+/// Reference implementation of [`noisy_or_factor_messages`] by enumerating the full `2^k` CPD
+/// table (k ≤ 24). Messages are computed in linear space from normalised incoming messages.
+pub fn noisy_or_factor_messages_brute_force(
+    p: f64,
+    prior: f64,
+    parents: &[f64],
+    child: f64,
+) -> Result<(f64, Vec<f64>), InferError> {
+    let k = parents.len();
+    if k > 24 {
+        return Err(InferError::TooLarge {
+            unobserved: k,
+            limit: 24,
+        });
+    }
+    if k == 0 {
+        return Ok(((1.0 - prior).ln() - prior.ln(), Vec::new()));
+    }
+    let b: Vec<f64> = parents.iter().map(|&l| sigmoid(l)).collect();
+    let a: Vec<f64> = parents.iter().map(|&l| sigmoid(-l)).collect();
+    let (alpha, beta) = (sigmoid(-child), sigmoid(child));
+    let mut to_child = [0.0f64; 2];
+    let mut to_par = vec![[0.0f64; 2]; k];
+    for cfg in 0u32..(1u32 << k) {
+        let w = cfg.count_ones() as i32;
+        let f0 = p.powi(w); // P(v correct | cfg)
+        let f1 = 1.0 - f0;
+        let mut prod_all = 1.0;
+        for i in 0..k {
+            prod_all *= if cfg >> i & 1 == 1 { b[i] } else { a[i] };
+        }
+        to_child[0] += f0 * prod_all;
+        to_child[1] += f1 * prod_all;
+        for i in 0..k {
+            let mut prod = 1.0;
+            for j in 0..k {
+                if j != i {
+                    prod *= if cfg >> j & 1 == 1 { b[j] } else { a[j] };
+                }
+            }
+            let xi = (cfg >> i & 1) as usize;
+            to_par[i][xi] += (alpha * f0 + beta * f1) * prod;
+        }
+    }
+    Ok((
+        (to_child[1] / to_child[0]).ln(),
+        to_par.iter().map(|m| (m[1] / m[0]).ln()).collect(),
+    ))
+}

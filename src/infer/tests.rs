@@ -1,0 +1,423 @@
+use super::synth::SplitMix64;
+use super::*;
+
+fn sig(l: f64) -> f64 {
+    kernel::sigmoid(l)
+}
+
+fn random_log_odds(rng: &mut SplitMix64) -> f64 {
+    match rng.below(12) {
+        0 => f64::INFINITY,
+        1 => f64::NEG_INFINITY,
+        2 => 30.0 * (rng.next_f64() - 0.5),
+        _ => 6.0 * (rng.next_f64() - 0.5),
+    }
+}
+
+fn opts(schedule: Schedule, log_domain: bool) -> BpOptions {
+    BpOptions {
+        tol: 1e-13,
+        max_iter: 5000,
+        damping: 0.0,
+        schedule,
+        log_domain,
+    }
+}
+
+fn all_opts() -> Vec<BpOptions> {
+    let mut v = Vec::new();
+    for schedule in [Schedule::Sequential, Schedule::Parallel] {
+        for log_domain in [false, true] {
+            v.push(opts(schedule, log_domain));
+        }
+    }
+    v
+}
+
+fn random_evidence(rng: &mut SplitMix64, n: usize, p_obs: f64) -> Vec<Option<bool>> {
+    (0..n)
+        .map(|_| {
+            if rng.chance(p_obs) {
+                Some(rng.chance(0.6))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- Dag
+
+#[test]
+fn dag_merges_duplicates_and_builds_both_adjacencies() {
+    let d = Dag::from_edges(4, &[(0, 2), (1, 2), (0, 2), (2, 3), (0, 3), (0, 3)]).unwrap();
+    assert_eq!(d.len(), 4);
+    assert_eq!(d.num_edges(), 4);
+    assert_eq!(d.parents(2), &[0, 1]);
+    assert_eq!(d.parents(3), &[0, 2]);
+    assert_eq!(d.children(0), &[2, 3]);
+    assert_eq!(d.children(1), &[2]);
+    assert!(d.children(3).is_empty());
+    let pos: Vec<usize> = {
+        let mut p = vec![0; 4];
+        for (i, &v) in d.topological_order().iter().enumerate() {
+            p[v as usize] = i;
+        }
+        p
+    };
+    for (u, v) in d.edges() {
+        assert!(pos[u as usize] < pos[v as usize]);
+    }
+}
+
+#[test]
+fn dag_rejects_self_loops_cycles_and_bad_ids() {
+    assert_eq!(
+        Dag::from_edges(3, &[(0, 1), (2, 2)]),
+        Err(InferError::Cycle { vertex: 2 })
+    );
+    // 0 -> 1 -> 2 -> 3 -> 1, and 4 hanging off the cycle
+    let err = Dag::from_edges(5, &[(0, 1), (1, 2), (2, 3), (3, 1), (3, 4)]).unwrap_err();
+    match err {
+        InferError::Cycle { vertex } => assert!([1, 2, 3].contains(&vertex), "{vertex}"),
+        e => panic!("unexpected {e:?}"),
+    }
+    let err = Dag::from_edges(3, &[(0, 1), (1, 3)]).unwrap_err();
+    assert!(matches!(
+        err,
+        InferError::VertexOutOfRange { edge_index: 1, parent: 1, child: 3, n: 3 }
+    ));
+    assert!(err.to_string().contains("1 -> 3"));
+}
+
+// ---------------------------------------------------------------- kernels
+
+#[test]
+fn noisy_or_messages_match_brute_force_k1_to_8() {
+    let mut rng = SplitMix64::new(42);
+    let mut worst = 0.0f64;
+    for k in 1..=8usize {
+        for trial in 0..200 {
+            let p = if trial % 10 == 0 { 0.0 } else { rng.next_f64() };
+            let parents: Vec<f64> = (0..k).map(|_| random_log_odds(&mut rng)).collect();
+            let child = random_log_odds(&mut rng);
+            let (bc, bp) =
+                noisy_or_factor_messages_brute_force(p, 0.85, &parents, child).unwrap();
+            for log_domain in [false, true] {
+                let (fc, fp) = noisy_or_factor_messages(p, 0.85, &parents, child, log_domain);
+                let pairs = std::iter::once((fc, bc)).chain(fp.iter().cloned().zip(bp.iter().cloned()));
+                for (fast, brute) in pairs {
+                    if brute.is_nan() {
+                        // zero-mass message: the fast kernel must flag it too
+                        assert!(fast.is_nan(), "k={k} p={p} {parents:?} {child}: {fast} vs NaN");
+                        continue;
+                    }
+                    let e = (sig(fast) - sig(brute)).abs();
+                    worst = worst.max(e);
+                    assert!(
+                        e < 1e-12,
+                        "k={k} p={p} log={log_domain} parents={parents:?} child={child}: {fast} vs {brute}"
+                    );
+                    if brute.is_finite() && brute.abs() < 30.0 {
+                        assert!((fast - brute).abs() < 1e-8 * (1.0 + brute.abs()), "{fast} vs {brute}");
+                    } else if brute.is_infinite() {
+                        assert_eq!(fast, brute, "k={k} p={p} {parents:?} {child}");
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("max |fast - brute force| (probability) = {worst:.3e}");
+}
+
+#[test]
+fn linear_kernel_survives_thousands_of_parents() {
+    // 0.85^5000 underflows; the linear kernel must fall back to the log kernel.
+    let mut rng = SplitMix64::new(7);
+    let parents: Vec<f64> = (0..5000).map(|_| 4.0 + rng.next_f64()).collect();
+    for child in [f64::NEG_INFINITY, f64::INFINITY, 0.3] {
+        let (lc, lp) = noisy_or_factor_messages(0.85, 0.85, &parents, child, false);
+        let (gc, gp) = noisy_or_factor_messages(0.85, 0.85, &parents, child, true);
+        assert!(lc.is_finite() && (lc - gc).abs() < 1e-9 * (1.0 + gc.abs()), "{lc} {gc}");
+        for (a, b) in lp.iter().zip(&gp) {
+            assert!(!a.is_nan() && (a - b).abs() < 1e-9 * (1.0 + b.abs()), "{a} {b}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- BP vs exact
+
+/// Random polytree: vertex i > 0 links to a random earlier vertex, with a random direction.
+fn random_polytree(rng: &mut SplitMix64, n: usize) -> Dag {
+    let mut edges = Vec::new();
+    for i in 1..n {
+        let j = rng.below(i);
+        if rng.chance(0.5) {
+            edges.push((j as u32, i as u32));
+        } else {
+            edges.push((i as u32, j as u32));
+        }
+    }
+    Dag::from_edges(n, &edges).unwrap()
+}
+
+fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+}
+
+#[test]
+fn bp_equals_exact_on_random_polytrees() {
+    let mut rng = SplitMix64::new(2024);
+    let mut checked = 0;
+    let mut worst = 0.0f64;
+    for trial in 0..300 {
+        let n = 2 + rng.below(15);
+        let dag = random_polytree(&mut rng, n);
+        let ev = random_evidence(&mut rng, n, 0.35);
+        let cpd = Cpd {
+            p: if trial % 3 == 0 { 0.85 } else { 0.05 + 0.9 * rng.next_f64() },
+            prior: if trial % 3 == 0 { 0.85 } else { 0.05 + 0.9 * rng.next_f64() },
+        };
+        let ex = match exact(&dag, &cpd, &ev) {
+            Ok(m) => m,
+            Err(InferError::ImpossibleEvidence { .. }) => {
+                for o in all_opts() {
+                    assert!(
+                        matches!(loopy_bp(&dag, &cpd, &ev, &o), Err(InferError::ImpossibleEvidence { .. })),
+                        "BP missed impossible evidence on a polytree: {:?} {ev:?}",
+                        dag.edges()
+                    );
+                }
+                continue;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        for o in all_opts() {
+            let bp = loopy_bp(&dag, &cpd, &ev, &o).unwrap();
+            assert!(bp.convergence.converged, "{:?}", bp.convergence);
+            let d = max_abs_diff(&bp.p_incorrect, &ex.p_incorrect);
+            worst = worst.max(d);
+            assert!(d < 1e-9, "trial {trial} {o:?}: diff {d}\n{:?}\n{ev:?}", dag.edges());
+        }
+        // Damping changes the path, not the fixed point.
+        let damped = BpOptions { damping: 0.5, ..opts(Schedule::Parallel, false) };
+        let bp = loopy_bp(&dag, &cpd, &ev, &damped).unwrap();
+        assert!(max_abs_diff(&bp.p_incorrect, &ex.p_incorrect) < 1e-9);
+        checked += 1;
+    }
+    assert!(checked > 150, "only {checked} polytrees had possible evidence");
+    eprintln!("polytrees checked: {checked}, max |BP - exact| = {worst:.3e}");
+}
+
+/// Random DAG: each vertex gets up to `max_in` parents among earlier vertices.
+fn random_dag(rng: &mut SplitMix64, n: usize, max_in: usize) -> Dag {
+    let mut edges = Vec::new();
+    for v in 1..n {
+        let k = rng.below(max_in.min(v) + 1);
+        for _ in 0..k {
+            edges.push((rng.below(v) as u32, v as u32));
+        }
+    }
+    Dag::from_edges(n, &edges).unwrap()
+}
+
+/// Observed tolerance of loopy BP vs exact on small loopy graphs (in-degree ≤ 4).
+const LOOPY_TOL: f64 = 0.05;
+
+#[test]
+fn bp_is_close_to_exact_on_small_loopy_dags() {
+    let mut rng = SplitMix64::new(99);
+    let mut worst = 0.0f64;
+    let mut sum = 0.0f64;
+    let mut count = 0usize;
+    let mut graphs = 0;
+    for _ in 0..300 {
+        let n = 8 + rng.below(10);
+        let dag = random_dag(&mut rng, n, 4);
+        let ev = random_evidence(&mut rng, n, 0.3);
+        let cpd = Cpd::default();
+        let ex = match exact(&dag, &cpd, &ev) {
+            Ok(m) => m,
+            Err(InferError::ImpossibleEvidence { .. }) => continue,
+            Err(e) => panic!("{e}"),
+        };
+        graphs += 1;
+        for o in [opts(Schedule::Sequential, false), opts(Schedule::Parallel, true)] {
+            let o = BpOptions { damping: if o.schedule == Schedule::Parallel { 0.3 } else { 0.0 }, tol: 1e-10, ..o };
+            let bp = loopy_bp(&dag, &cpd, &ev, &o).unwrap();
+            assert!(bp.convergence.converged, "{:?}", bp.convergence);
+            for (a, b) in bp.p_incorrect.iter().zip(&ex.p_incorrect) {
+                let d = (a - b).abs();
+                worst = worst.max(d);
+                sum += d;
+                count += 1;
+            }
+        }
+    }
+    eprintln!(
+        "loopy DAGs: {graphs} graphs, max |BP - exact| = {worst:.4}, mean = {:.2e}",
+        sum / count as f64
+    );
+    assert!(graphs > 150);
+    assert!(worst < LOOPY_TOL, "max error {worst}");
+}
+
+// ---------------------------------------------------------------- behaviour
+
+#[test]
+fn failing_evidence_raises_and_passing_evidence_lowers_suspicion() {
+    // statements s0, s1 (roots); values a = f(s0), b = f(s0, s1), c = f(a, b, s1).
+    let (s0, s1, a, b, c) = (0u32, 1, 2, 3, 4);
+    let dag = Dag::from_edges(5, &[(s0, a), (s0, b), (s1, b), (a, c), (b, c), (s1, c)]).unwrap();
+    let cpd = Cpd::default();
+    let o = BpOptions::default();
+    let none = vec![None; 5];
+    let prior = loopy_bp(&dag, &cpd, &none, &o).unwrap();
+    assert!((prior.p_incorrect[s0 as usize] - 0.15).abs() < 1e-9);
+
+    let mut fail = none.clone();
+    fail[c as usize] = Some(false);
+    let after_fail = loopy_bp(&dag, &cpd, &fail, &o).unwrap();
+    let ex_fail = exact(&dag, &cpd, &fail).unwrap();
+    for v in [s0, s1, a, b] {
+        let v = v as usize;
+        assert!(after_fail.p_incorrect[v] > prior.p_incorrect[v] + 0.01, "vertex {v}");
+        assert!(ex_fail.p_incorrect[v] > prior.p_incorrect[v] + 0.01, "vertex {v}");
+    }
+
+    let mut pass = fail.clone();
+    pass[a as usize] = Some(true); // a passing trace shows a was correct
+    let after_pass = loopy_bp(&dag, &cpd, &pass, &o).unwrap();
+    let ex_pass = exact(&dag, &cpd, &pass).unwrap();
+    assert!(after_pass.p_incorrect[s0 as usize] < after_fail.p_incorrect[s0 as usize] - 0.01);
+    assert!(ex_pass.p_incorrect[s0 as usize] < ex_fail.p_incorrect[s0 as usize] - 0.01);
+    // ...and shifts the blame to s1, which a does not depend on.
+    assert!(after_pass.p_incorrect[s1 as usize] > after_fail.p_incorrect[s1 as usize]);
+    assert!(ex_pass.p_incorrect[s1 as usize] > ex_fail.p_incorrect[s1 as usize]);
+    assert!(max_abs_diff(&after_pass.p_incorrect, &ex_pass.p_incorrect) < LOOPY_TOL);
+}
+
+#[test]
+fn hand_computed_single_edge_posterior() {
+    // s -> v, v observed incorrect: P(s incorrect | ¬v) = 1 (only s can explain it).
+    // s -> v, v observed correct: P(s inc | v) = 0.15·0.85 / (0.15·0.85 + 0.85) = 0.15/1.15.
+    let dag = Dag::from_edges(2, &[(0, 1)]).unwrap();
+    let cpd = Cpd::default();
+    let m = loopy_bp(&dag, &cpd, &[None, Some(false)], &BpOptions::default()).unwrap();
+    assert!((m.p_incorrect[0] - 1.0).abs() < 1e-12);
+    let m = loopy_bp(&dag, &cpd, &[None, Some(true)], &BpOptions::default()).unwrap();
+    assert!((m.p_incorrect[0] - 0.15 / 1.15).abs() < 1e-12);
+    // two roots, one child observed incorrect: P(s0 inc | ¬v) = 0.15 / (1 - 0.85·... )
+    let dag = Dag::from_edges(3, &[(0, 2), (1, 2)]).unwrap();
+    let m = loopy_bp(&dag, &cpd, &[None, None, Some(false)], &BpOptions::default()).unwrap();
+    // P(¬v) = Σ P(s0,s1)(1 - 0.85^w); P(s0 inc, ¬v) = 0.15·(0.85·0.15 + 0.15·(1-0.7225))
+    let pv = 0.15 * 0.85 * 0.15 * 2.0 + 0.15 * 0.15 * (1.0 - 0.7225);
+    let ps0 = 0.15 * (0.85 * 0.15 + 0.15 * (1.0 - 0.7225));
+    assert!((m.p_incorrect[0] - ps0 / pv).abs() < 1e-12);
+}
+
+// ---------------------------------------------------------------- errors
+
+#[test]
+fn impossible_evidence_is_an_error_not_nan() {
+    // v observed incorrect but all its parents observed correct: p^0 = 1.
+    let dag = Dag::from_edges(4, &[(0, 2), (1, 2), (2, 3)]).unwrap();
+    let ev = [Some(true), Some(true), Some(false), None];
+    for o in all_opts() {
+        let r = loopy_bp(&dag, &Cpd::default(), &ev, &o);
+        assert!(matches!(r, Err(InferError::ImpossibleEvidence { vertex: Some(_) })), "{r:?}");
+    }
+    assert_eq!(
+        exact(&dag, &Cpd::default(), &ev).unwrap_err(),
+        InferError::ImpossibleEvidence { vertex: None }
+    );
+    // Deduction through an unobserved vertex: 0 -> 1 -> 2; 2 incorrect forces 1 incorrect,
+    // which forces 0 incorrect; 0 observed correct contradicts.
+    let dag = Dag::from_edges(3, &[(0, 1), (1, 2)]).unwrap();
+    let ev = [Some(true), None, Some(false)];
+    for o in all_opts() {
+        let r = loopy_bp(&dag, &Cpd::default(), &ev, &o);
+        assert!(matches!(r, Err(InferError::ImpossibleEvidence { .. })), "{r:?}");
+    }
+    // A root with prior 1 observed incorrect.
+    let cpd = Cpd { p: 0.85, prior: 1.0 };
+    let r = loopy_bp(&dag, &cpd, &[Some(false), None, None], &BpOptions::default());
+    assert!(matches!(r, Err(InferError::ImpossibleEvidence { vertex: Some(0) })), "{r:?}");
+    // p = 0 (every incorrect parent propagates): observed-correct child with an incorrect parent.
+    let cpd = Cpd { p: 0.0, prior: 0.85 };
+    let r = loopy_bp(&dag, &cpd, &[Some(false), Some(true), None], &BpOptions::default());
+    assert!(matches!(r, Err(InferError::ImpossibleEvidence { .. })), "{r:?}");
+    assert!(exact(&dag, &cpd, &[Some(false), Some(true), None]).is_err());
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let dag = Dag::from_edges(3, &[(0, 1), (1, 2)]).unwrap();
+    let e = loopy_bp(&dag, &Cpd::default(), &[None, None], &BpOptions::default()).unwrap_err();
+    assert_eq!(e, InferError::EvidenceLength { expected: 3, found: 2 });
+    assert!(e.to_string().contains("2 entries"));
+    let bad = Cpd { p: 1.5, prior: 0.85 };
+    assert!(matches!(loopy_bp(&dag, &bad, &[None; 3], &BpOptions::default()), Err(InferError::BadParameter(_))));
+    let bad = Cpd { p: f64::NAN, prior: 0.85 };
+    assert!(matches!(exact(&dag, &bad, &[None; 3]), Err(InferError::BadParameter(_))));
+    let o = BpOptions { damping: 1.0, ..BpOptions::default() };
+    assert!(matches!(loopy_bp(&dag, &Cpd::default(), &[None; 3], &o), Err(InferError::BadParameter(_))));
+    let big = Dag::from_edges(40, &[]).unwrap();
+    assert!(matches!(exact(&big, &Cpd::default(), &[None; 40]), Err(InferError::TooLarge { unobserved: 40, .. })));
+    let empty = Dag::from_edges(0, &[]).unwrap();
+    let m = loopy_bp(&empty, &Cpd::default(), &[], &BpOptions::default()).unwrap();
+    assert!(m.p_incorrect.is_empty() && m.convergence.converged);
+}
+
+#[test]
+fn reports_non_convergence_honestly() {
+    let (dag, ev) = synthetic_dag(3000, 5);
+    let o = BpOptions { max_iter: 1, tol: 1e-12, ..BpOptions::default() };
+    let m = loopy_bp(&dag, &Cpd::default(), &ev, &o).unwrap();
+    assert_eq!(m.convergence.iterations, 1);
+    assert!(!m.convergence.converged);
+    assert!(m.convergence.max_change > 1e-12);
+    let json = serde_json::to_string(&m.convergence).unwrap();
+    assert!(json.contains("\"converged\":false"), "{json}");
+}
+
+// ---------------------------------------------------------------- synthetic graphs
+
+#[test]
+fn synthetic_dag_has_epg_shape() {
+    let n = 50_000;
+    let (dag, ev) = synthetic_dag(n, 3);
+    let (dag2, ev2) = synthetic_dag(n, 3);
+    assert_eq!(dag, dag2);
+    assert_eq!(ev, ev2);
+    assert_eq!(dag.len(), n);
+    let roots: Vec<u32> = (0..n as u32).filter(|&v| dag.parents(v).is_empty()).collect();
+    assert_eq!(roots.len(), n / 25, "statement roots only");
+    let max_out = roots.iter().map(|&r| dag.children(r).len()).max().unwrap();
+    assert!(max_out > 200, "hot statements are shared by many values: {max_out}");
+    let indeg: Vec<usize> = (n / 25..n).map(|v| dag.parents(v as u32).len()).collect();
+    let in_2_6 = indeg.iter().filter(|&&d| (2..=6).contains(&d)).count();
+    assert!(in_2_6 as f64 > 0.7 * indeg.len() as f64, "{in_2_6} of {}", indeg.len());
+    let max_in = *indeg.iter().max().unwrap();
+    assert!((50..=320).contains(&max_in), "heavy tail: {max_in}");
+    let incorrect = ev.iter().filter(|e| **e == Some(false)).count();
+    let correct = ev.iter().filter(|e| **e == Some(true)).count();
+    assert!((1..=200).contains(&incorrect), "{incorrect}");
+    assert!(correct > n / 3, "{correct}");
+    // BP on it converges, agrees across schedules and domains, and ranks the fault region.
+    let seq = loopy_bp(&dag, &Cpd::default(), &ev, &BpOptions::default()).unwrap();
+    assert!(seq.convergence.converged, "{:?}", seq.convergence);
+    assert!(seq.p_incorrect.iter().all(|p| (0.0..=1.0).contains(p)));
+    let par = loopy_bp(&dag, &Cpd::default(), &ev, &BpOptions { schedule: Schedule::Parallel, ..Default::default() }).unwrap();
+    assert!(par.convergence.converged, "{:?}", par.convergence);
+    assert!(max_abs_diff(&seq.p_incorrect, &par.p_incorrect) < 1e-6);
+    let log = loopy_bp(&dag, &Cpd::default(), &ev, &BpOptions { log_domain: true, ..Default::default() }).unwrap();
+    assert!(max_abs_diff(&seq.p_incorrect, &log.p_incorrect) < 1e-7);
+}
+
+#[test]
+#[ignore = "timing; run with --release -- --ignored --nocapture"]
+fn print_bp_timings() {
+    let n: usize = std::env::var("PROSECUTOR_BENCH_N").ok().and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    println!("{}", bench_report(n, 2));
+}
