@@ -6,7 +6,12 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::error::Error;
+use crate::infer::{BpOptions, Cpd, Schedule};
+use crate::localize::cfx::RunOptions;
+use crate::localize::ranking::Granularity;
+use crate::localize::{CfxModel, CfxSource, Mode, Options};
 use crate::pipeline::{self, Rules};
+use crate::report::Format as ReportFormat;
 
 #[derive(Parser, Debug)]
 #[command(name = "prosecutor", version, about = "Bayesian counterfactual fault localization", long_about = None)]
@@ -30,6 +35,14 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "tsv")]
         format: crate::epg::Format,
     },
+    /// Rank the source lines most likely to be the fault.
+    Localize(LocalizeArgs),
+    /// Print the counterfactual experiments `localize` would run, as JSON.
+    Plan {
+        dump: PathBuf,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// Benchmarks (results go to docs/performance.md).
     Bench {
         #[command(subcommand)]
@@ -40,6 +53,110 @@ pub enum Command {
         /// The rule file.
         file: PathBuf,
     },
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// A rule file (default: the built-in rules/epg.dl).
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Which traces build the model: f (failing only), fp (failing + passing), both (aggregated).
+    #[arg(long, value_enum, default_value = "both")]
+    pub mode: Mode,
+    /// Do not compress loops in traces (Algorithm 1).
+    #[arg(long)]
+    pub no_compress: bool,
+    /// Maximum number of passing traces in the F∪P model.
+    #[arg(long, default_value_t = 10)]
+    pub passing: usize,
+    /// Number of counterfactual experiments (most suspicious branch instances).
+    #[arg(long, default_value_t = 20)]
+    pub k: usize,
+    /// What a successful counterfactual's cfx vertex depends on: successors (paper §3.3) or
+    /// reroute (the branch value and the statements the flipped branch instance controls).
+    #[arg(long, value_enum, default_value = "reroute")]
+    pub cfx_model: CfxModel,
+    /// CPD parameter p: P(v correct | w incorrect parents) = p^w.
+    #[arg(long, default_value_t = 0.85)]
+    pub p: f64,
+    /// Prior probability that a vertex without parents (a statement) is correct.
+    #[arg(long, default_value_t = 0.85)]
+    pub prior: f64,
+    /// Belief propagation: convergence tolerance.
+    #[arg(long, default_value_t = 1e-7)]
+    pub tol: f64,
+    /// Belief propagation: maximum iterations.
+    #[arg(long, default_value_t = 2000)]
+    pub max_iter: usize,
+    /// Belief propagation: damping in [0, 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub damping: f64,
+    /// Belief propagation schedule.
+    #[arg(long, value_enum, default_value = "sequential")]
+    pub schedule: ScheduleArg,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ScheduleArg {
+    Sequential,
+    Parallel,
+}
+
+impl ModelArgs {
+    pub fn options(&self) -> Result<(Rules, Options), Error> {
+        let rules = Rules::load(self.rules.as_deref())?;
+        let o = Options {
+            mode: self.mode,
+            compress: !self.no_compress,
+            passing: self.passing,
+            cpd: Cpd { p: self.p, prior: self.prior },
+            bp: BpOptions {
+                tol: self.tol,
+                max_iter: self.max_iter,
+                damping: self.damping,
+                schedule: match self.schedule {
+                    ScheduleArg::Sequential => Schedule::Sequential,
+                    ScheduleArg::Parallel => Schedule::Parallel,
+                },
+                log_domain: false,
+            },
+            granularity: Granularity::Line,
+            k: self.k,
+            cfx: CfxSource::Off,
+            cfx_model: self.cfx_model,
+        };
+        o.cpd.validate().map_err(|e| Error::Other(e.to_string()))?;
+        o.bp.validate().map_err(|e| Error::Other(e.to_string()))?;
+        Ok((rules, o))
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LocalizeArgs {
+    /// A trace dump directory (or use --src ... -- TEST COMMAND to trace first).
+    pub dump: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Print only the N most suspicious entries.
+    #[arg(long)]
+    pub top: Option<usize>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+    /// Rank lines, statements or methods (a method's score is its most suspicious statement's).
+    #[arg(long, value_enum, default_value = "line")]
+    pub granularity: Granularity,
+    /// Counterfactual outcomes from a file (JSON list: `prosecutor plan` entries with an "outcome").
+    #[arg(long, conflicts_with = "no_cfx")]
+    pub cfx: Option<PathBuf>,
+    /// Do not run counterfactual experiments.
+    #[arg(long)]
+    pub no_cfx: bool,
+    /// Parallel experiments (default: number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Timeout of one experiment in seconds (default: from the dump's [rerun], at least 5x the test's time).
+    #[arg(long)]
+    pub cfx_timeout: Option<f64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -82,6 +199,32 @@ pub fn try_main() -> Result<i32, Error> {
                 crate::epg::Format::Dot => crate::epg::write_dot(&mut out, &dump, &epg),
             }
             .map_err(Error::Output)?;
+        }
+        Command::Localize(a) => {
+            let dump_dir = a.dump.clone().ok_or_else(|| Error::Other("localize needs a DUMP directory".to_owned()))?;
+            let (rules, mut o) = a.model.options()?;
+            o.granularity = a.granularity;
+            o.cfx = if a.no_cfx {
+                CfxSource::Off
+            } else if let Some(p) = &a.cfx {
+                CfxSource::Results(p.clone())
+            } else {
+                CfxSource::Run(RunOptions {
+                    jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+                    timeout: a.cfx_timeout.map(std::time::Duration::from_secs_f64),
+                    progress: true,
+                })
+            };
+            let dump = crate::dump::Dump::load(&dump_dir)?;
+            let report = crate::localize::localize(&dump, &rules, &o)?;
+            crate::report::write(&mut out, &report, a.format, a.top).map_err(Error::Output)?;
+        }
+        Command::Plan { dump, model } => {
+            let (rules, o) = model.options()?;
+            let dump = crate::dump::Dump::load(&dump)?;
+            let plan = crate::localize::plan(&dump, &rules, &o)?;
+            serde_json::to_writer_pretty(&mut out, &plan).map_err(|e| Error::Output(e.into()))?;
+            writeln!(out).map_err(Error::Output)?;
         }
         Command::Bench { what } => match what {
             BenchWhat::Derive { steps, runs, seed, rules } => {

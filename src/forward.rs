@@ -16,7 +16,7 @@ use crate::cdg::ControlDeps;
 use crate::dump::{Dump, StmtId, VarId};
 
 /// One kind of EPG vertex. Steps are indices within their trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Vertex {
     /// A program statement `l` (shared by all traces).
     Stmt(StmtId),

@@ -16,3 +16,7 @@ pub mod error;
 pub mod pipeline;
 pub mod synth;
 pub mod bench;
+pub mod compress;
+pub mod progress;
+pub mod localize;
+pub mod report;

@@ -1,0 +1,242 @@
+//! Counterfactual experiments (paper §2.3, §3.3): plan, run, read back.
+//!
+//! **Plan**: after the first inference, the `k` most suspicious run-time branch conditions — value
+//! vertices `⟨#@r⟩` of `branch` steps of `app` code in failing traces — ranked by posterior
+//! `Pr(¬⟨#@r⟩ | e)`. An experiment re-runs the failing test with exactly that branch instance
+//! (the `occurrence`-th evaluation of the statement in that test) inverted.
+//!
+//! **Run**: the dump's `[rerun]` command, one process per experiment, several in parallel, each
+//! with a timeout. A flipped branch may loop forever or crash: a timeout or a crash is an outcome,
+//! never an error.
+//!
+//! **Evidence**: for each experiment whose failing test then passes, a virtual `cfx` vertex with
+//! edges from `⟨#@r⟩` and from each immediate successor of `⟨#@r⟩`, observed incorrect.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dump::{Dump, Role, StmtKind};
+use crate::forward::Vertex;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Experiment {
+    pub id: usize,
+    pub test: String,
+    pub trace: String,
+    /// Step index of the branch instance in the original (uncompressed) trace.
+    pub step: u32,
+    pub stmt: String,
+    /// Which evaluation of `stmt` in this test (1-based).
+    pub occurrence: u32,
+    pub file: String,
+    pub line: u32,
+    /// Posterior probability that the branch condition was evaluated incorrectly.
+    pub score: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CfxOutcome {
+    /// The failing test passed with the branch flipped.
+    Pass,
+    /// It still failed.
+    Fail,
+    /// The re-run crashed (the harness, not the test, failed), or wrote no result.
+    Crash,
+    /// It ran past its timeout and was killed.
+    Timeout,
+    /// The branch instance was never reached, so nothing was flipped.
+    Void,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExperimentResult {
+    #[serde(flatten)]
+    pub experiment: Experiment,
+    pub outcome: CfxOutcome,
+    #[serde(default)]
+    pub detail: String,
+    #[serde(default)]
+    pub duration_ms: u64,
+}
+
+/// Picks the `k` most suspicious branch instances. `p_incorrect` is indexed like `vertices`.
+pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> Vec<Experiment> {
+    let mut cands: Vec<(f64, u32, u32)> = Vec::new(); // (score, trace, step)
+    for (v, vx) in vertices.iter().enumerate() {
+        let Vertex::Value { trace, step } = *vx else { continue };
+        let tr = &dump.traces[trace as usize];
+        if dump.failure_step(tr).is_none() {
+            continue;
+        }
+        let st = &dump.stmts[tr.steps[step as usize].stmt as usize];
+        if st.kind != StmtKind::Branch || dump.methods[st.method as usize].role != Role::App {
+            continue;
+        }
+        cands.push((p_incorrect[v], trace, step));
+    }
+    cands.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    cands.truncate(k);
+    cands
+        .into_iter()
+        .enumerate()
+        .map(|(id, (score, trace, step))| {
+            let tr = &dump.traces[trace as usize];
+            let stmt = tr.steps[step as usize].stmt;
+            let occurrence = tr.steps[..=step as usize].iter().filter(|s| s.stmt == stmt).count() as u32;
+            let st = &dump.stmts[stmt as usize];
+            Experiment {
+                id,
+                test: dump.manifest.tests[tr.test].id.clone(),
+                trace: tr.id.clone(),
+                step,
+                stmt: st.id.clone(),
+                occurrence,
+                file: st.file.clone(),
+                line: st.line,
+                score,
+            }
+        })
+        .collect()
+}
+
+/// Checks that results read from a file correspond to the plan (same test, statement and
+/// occurrence for every result); returns them in plan order.
+pub fn match_results(plan: &[Experiment], results: Vec<ExperimentResult>, path: &Path) -> Result<Vec<ExperimentResult>, String> {
+    let mut out = Vec::new();
+    for r in results {
+        let e = &r.experiment;
+        let Some(p) = plan.iter().find(|p| p.test == e.test && p.stmt == e.stmt && p.occurrence == e.occurrence) else {
+            return Err(format!(
+                "{}: experiment (test {:?}, stmt {:?}, occurrence {}) is not in the plan for this dump (run `prosecutor plan` with the same options)",
+                path.display(),
+                e.test,
+                e.stmt,
+                e.occurrence
+            ));
+        };
+        let mut r = r.clone();
+        r.experiment = p.clone();
+        out.push(r);
+    }
+    out.sort_by_key(|r| r.experiment.id);
+    out.dedup_by_key(|r| r.experiment.id);
+    Ok(out)
+}
+
+/// How to run experiments.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub jobs: usize,
+    /// Overrides the per-experiment timeout.
+    pub timeout: Option<Duration>,
+    pub progress: bool,
+}
+
+/// Runs every experiment with the dump's `[rerun]` command.
+pub fn run(dump: &Dump, plan: &[Experiment], o: &RunOptions) -> Result<Vec<ExperimentResult>, String> {
+    let rerun = dump.manifest.rerun.as_ref().ok_or_else(|| "the dump has no [rerun] section".to_owned())?;
+    let cwd: PathBuf = match &rerun.cwd {
+        Some(c) if Path::new(c).is_absolute() => PathBuf::from(c),
+        Some(c) => dump.dir.join(c),
+        None => dump.dir.clone(),
+    };
+    let tmp = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
+    let bar = o.progress.then(|| crate::progress::bar(plan.len() as u64, "counterfactual experiments"));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(o.jobs.max(1)).build().map_err(|e| e.to_string())?;
+    let results: Vec<ExperimentResult> = pool.install(|| {
+        use rayon::prelude::*;
+        plan.par_iter()
+            .map(|e| {
+                let out = tmp.path().join(format!("exp{}.json", e.id));
+                let test = dump.manifest.tests.iter().find(|t| t.id == e.test);
+                let base_ms = rerun.timeout_ms.unwrap_or(10_000);
+                let timeout = o.timeout.unwrap_or_else(|| {
+                    let orig = test.and_then(|t| t.duration_ms).unwrap_or(0);
+                    Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
+                });
+                let r = run_one(rerun, &cwd, e, &out, timeout);
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+                r
+            })
+            .collect()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(results)
+}
+
+fn run_one(rerun: &crate::dump::Rerun, cwd: &Path, e: &Experiment, out: &Path, timeout: Duration) -> ExperimentResult {
+    let subst = |a: &str| {
+        a.replace("{test}", &e.test)
+            .replace("{stmt}", &e.stmt)
+            .replace("{occurrence}", &e.occurrence.to_string())
+            .replace("{out}", &out.display().to_string())
+    };
+    let argv: Vec<String> = rerun.command.iter().map(|a| subst(a)).collect();
+    let start = Instant::now();
+    let finish = |outcome, detail: String| ExperimentResult {
+        experiment: e.clone(),
+        outcome,
+        detail,
+        duration_ms: start.elapsed().as_millis() as u64,
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    for (k, v) in &rerun.env {
+        cmd.env(k, v);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(err) => return finish(CfxOutcome::Crash, format!("cannot start {:?}: {err}", argv[0])),
+    };
+    use wait_timeout::ChildExt;
+    let status = match child.wait_timeout(timeout) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return finish(CfxOutcome::Timeout, format!("killed after {} ms", timeout.as_millis()));
+        }
+        Err(err) => return finish(CfxOutcome::Crash, format!("waiting failed: {err}")),
+    };
+    let mut stderr = String::new();
+    if let Some(mut s) = child.stderr.take() {
+        use std::io::Read;
+        let _ = s.read_to_string(&mut stderr);
+    }
+    #[derive(Deserialize)]
+    struct Reported {
+        outcome: String,
+        #[serde(default = "yes")]
+        flipped: bool,
+        #[serde(default)]
+        detail: String,
+    }
+    fn yes() -> bool {
+        true
+    }
+    match std::fs::read_to_string(out).ok().and_then(|t| serde_json::from_str::<Reported>(&t).ok()) {
+        Some(r) if !r.flipped => finish(CfxOutcome::Void, r.detail),
+        Some(r) => {
+            let o = match r.outcome.as_str() {
+                "pass" => CfxOutcome::Pass,
+                "fail" => CfxOutcome::Fail,
+                _ => CfxOutcome::Crash,
+            };
+            finish(o, r.detail)
+        }
+        None if status.success() => finish(CfxOutcome::Pass, "exit status 0 (no result file)".to_owned()),
+        None => finish(CfxOutcome::Crash, format!("exit status {status}; {}", last_line(&stderr))),
+    }
+}
+
+fn last_line(s: &str) -> String {
+    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(200).collect()
+}

@@ -1,0 +1,374 @@
+//! `prosecutor localize`: from a dump to a ranked list of suspicious lines.
+//!
+//! Models are built in two settings (paper §4): **F**, failing traces only, and **F∪P**, failing
+//! traces plus passing traces chosen by overlap of executed methods. Each model is an EPG turned
+//! into a Bayesian network (noisy-OR CPDs, `infer`), conditioned on the evidence of §3.3. The first
+//! inference plans the counterfactual experiments; their outcomes add `cfx` evidence and the
+//! models are inferred again. The final ranking is `min(r^{F∪P}, r^F)` with ties broken by F∪P.
+
+pub mod cfx;
+pub mod evidence;
+pub mod ranking;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::dump::{Dump, Role};
+use crate::epg::Epg;
+use crate::error::Error;
+use crate::forward::{Premises, TraceView, Vertex};
+use crate::infer::{self, BpOptions, Convergence, Cpd, Dag, Marginals};
+use crate::pipeline::Rules;
+use cfx::{CfxOutcome, Experiment, ExperimentResult, RunOptions};
+use ranking::{Granularity, Ranked, StmtScores};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Failing traces only.
+    F,
+    /// Failing and selected passing traces.
+    Fp,
+    /// Both, aggregated: min(r^{F∪P}, r^F), ties broken by F∪P.
+    Both,
+}
+
+/// Which vertices a successful counterfactual experiment's `cfx` vertex depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CfxModel {
+    /// Paper §3.3 verbatim: the flipped value vertex `⟨#@r⟩` and its immediate successors.
+    Successors,
+    /// The flipped value vertex and the statement vertices of the steps the branch instance
+    /// controls (directly, and every step of calls they make): "rerouting control flow around a
+    /// buggy statement prevents the failure" (paper §1). Avoids explaining the cfx observation
+    /// away by the branch value alone.
+    Reroute,
+}
+
+/// Where counterfactual outcomes come from.
+#[derive(Debug, Clone)]
+pub enum CfxSource {
+    /// No counterfactual experiments.
+    Off,
+    /// Run the planned experiments when the dump says how to re-run tests.
+    Run(RunOptions),
+    /// Read outcomes from a JSON file (a `plan` with outcomes).
+    Results(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub mode: Mode,
+    pub compress: bool,
+    /// Maximum number of passing traces in F∪P.
+    pub passing: usize,
+    pub cpd: Cpd,
+    pub bp: BpOptions,
+    pub granularity: Granularity,
+    /// Number of counterfactual experiments (k of the paper).
+    pub k: usize,
+    pub cfx: CfxSource,
+    pub cfx_model: CfxModel,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Both,
+            compress: true,
+            passing: 10,
+            cpd: Cpd::default(),
+            bp: BpOptions { tol: 1e-7, max_iter: 2000, ..BpOptions::default() },
+            granularity: Granularity::Line,
+            k: 20,
+            cfx: CfxSource::Off,
+            cfx_model: CfxModel::Reroute,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InferenceRun {
+    pub model: &'static str,
+    pub phase: &'static str,
+    pub vertices: usize,
+    pub edges: usize,
+    pub iterations: usize,
+    pub max_change: f64,
+    pub converged: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConvergenceReport {
+    /// Largest iteration count of the final inference runs.
+    pub iterations: usize,
+    /// Largest final max message change of the final inference runs.
+    pub max_change: f64,
+    /// Whether every inference run converged.
+    pub converged: bool,
+    pub runs: Vec<InferenceRun>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    pub failing_traces: usize,
+    pub passing_traces: usize,
+    pub steps: usize,
+    pub kept_steps: usize,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub mode: Mode,
+    pub granularity: Granularity,
+    pub ranking: Vec<Ranked>,
+    pub convergence: ConvergenceReport,
+    pub experiments: Vec<ExperimentResult>,
+    pub stats: Stats,
+}
+
+/// One Bayesian network: an EPG of some traces plus its evidence.
+pub struct Model {
+    pub name: &'static str,
+    pub premises: Premises,
+    pub epg: Epg,
+    pub pairs: Vec<(u32, u32)>,
+    pub evidence: Vec<Option<bool>>,
+    pub index: HashMap<Vertex, u32>,
+}
+
+impl Model {
+    pub fn build(name: &'static str, dump: &Dump, rules: &Rules, views: &[TraceView]) -> Result<Model, Error> {
+        let (epg, premises) = crate::pipeline::derive(dump, rules, views)?;
+        let evidence = evidence::evidence(dump, &premises);
+        let pairs = epg.pairs();
+        let index = premises.vertices.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
+        Ok(Model { name, premises, epg, pairs, evidence, index })
+    }
+
+    /// Infers marginals with `cfx` virtual vertices added (each: parents, observed incorrect).
+    pub fn infer(&self, dump: &Dump, cfx: &[Vec<Vertex>], cpd: &Cpd, bp: &BpOptions) -> Result<Marginals, Error> {
+        let n = self.premises.vertices.len();
+        let mut pairs = self.pairs.clone();
+        let mut evidence = self.evidence.clone();
+        for (k, parents) in cfx.iter().enumerate() {
+            let c = (n + k) as u32;
+            for v in parents {
+                if let Some(&id) = self.index.get(v) {
+                    pairs.push((id, c));
+                }
+            }
+            evidence.push(Some(false));
+        }
+        let dag = Dag::from_edges(n + cfx.len(), &pairs).map_err(|e| Error::Other(format!("{}: {e}", self.name)))?;
+        infer::loopy_bp(&dag, cpd, &evidence, bp).map_err(|e| match e {
+            infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => Error::Other(format!(
+                "the evidence is contradictory at {} (observed incorrect, but everything it depends on is known correct: \
+                 the failure point depends only on test code?)",
+                self.epg.vertex_name(dump, v)
+            )),
+            e => Error::Other(format!("inference on {}: {e}", self.name)),
+        })
+    }
+
+    /// `Pr(¬l | e)` per executed statement.
+    pub fn stmt_scores(&self, m: &Marginals) -> StmtScores {
+        self.premises
+            .vertices
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| match v {
+                Vertex::Stmt(s) => Some((*s, m.p_incorrect[i])),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn run_info(&self, phase: &'static str, c: &Convergence, extra: usize) -> InferenceRun {
+        InferenceRun {
+            model: self.name,
+            phase,
+            vertices: self.premises.vertices.len() + extra,
+            edges: self.pairs.len(),
+            iterations: c.iterations,
+            max_change: c.max_change,
+            converged: c.converged,
+        }
+    }
+}
+
+/// The traces to analyse in each setting.
+pub fn select_traces(dump: &Dump, passing: usize) -> (Vec<usize>, Vec<usize>) {
+    let failing: Vec<usize> = (0..dump.traces.len()).filter(|&t| dump.failure_step(&dump.traces[t]).is_some()).collect();
+    let methods = |t: usize| -> BTreeSet<u32> {
+        dump.traces[t].frames.iter().map(|f| f.method).filter(|&m| dump.methods[m as usize].role == Role::App).collect()
+    };
+    let fm: BTreeSet<u32> = failing.iter().flat_map(|&t| methods(t)).collect();
+    let mut cands: Vec<(usize, usize, usize)> = (0..dump.traces.len())
+        .filter(|&t| dump.failure_step(&dump.traces[t]).is_none())
+        .map(|t| (methods(t).intersection(&fm).count(), dump.traces[t].steps.len(), t))
+        .filter(|c| c.0 > 0)
+        .collect();
+    cands.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    (failing, cands.into_iter().take(passing).map(|c| c.2).collect())
+}
+
+/// Trace views, compressed or not.
+pub fn views(dump: &Dump, traces: &[usize], compress: bool) -> Vec<TraceView> {
+    traces
+        .iter()
+        .map(|&t| {
+            let tr = &dump.traces[t];
+            let end = dump.failure_step(tr).map_or(tr.steps.len(), |f| f as usize + 1);
+            TraceView { trace: t, keep: compress.then(|| crate::compress::compress(dump, tr, end)) }
+        })
+        .collect()
+}
+
+/// The vertices a successful experiment's `cfx` vertex depends on (see [`CfxModel`]).
+fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec<Vertex> {
+    let Some(t) = dump.traces.iter().position(|t| t.id == e.trace) else { return Vec::new() };
+    let v = Vertex::Value { trace: t as u32, step: e.step };
+    let Some(&id) = model.index.get(&v) else { return Vec::new() };
+    let mut out = vec![v];
+    match how {
+        CfxModel::Successors => {
+            for &(a, b) in &model.pairs {
+                if a == id {
+                    out.push(model.premises.vertices[b as usize]);
+                }
+            }
+        }
+        CfxModel::Reroute => {
+            // global step id of the branch instance
+            let steps = &model.premises.steps;
+            let Some(r) = steps.iter().position(|s| s.trace == t as u32 && s.index == e.step) else { return out };
+            let r = r as u32;
+            let lastctrl = model.premises.rel("lastctrl");
+            let mut controlled: std::collections::HashSet<u32> =
+                lastctrl.rows.chunks_exact(2).filter(|c| c[1] == r).map(|c| c[0]).collect();
+            // steps of frames entered from controlled call steps (transitively)
+            let tr = &dump.traces[t];
+            let mut frames: std::collections::HashSet<u32> = std::collections::HashSet::new();
+            let first = r as usize + 1;
+            for (g, s) in steps.iter().enumerate().skip(first) {
+                if s.trace != t as u32 {
+                    break;
+                }
+                let f = tr.steps[s.index as usize].frame;
+                if let Some(c) = tr.frames[f as usize].call_step {
+                    let cg = steps[..g].iter().rposition(|x| x.trace == t as u32 && x.index == c).map(|x| x as u32);
+                    if frames.contains(&f) || cg.is_some_and(|cg| controlled.contains(&cg)) {
+                        frames.insert(f);
+                        controlled.insert(g as u32);
+                    }
+                }
+            }
+            let mut stmts: Vec<u32> = controlled.iter().map(|&g| tr.steps[steps[g as usize].index as usize].stmt).collect();
+            stmts.sort_unstable();
+            stmts.dedup();
+            out.extend(stmts.into_iter().map(Vertex::Stmt));
+        }
+    }
+    out
+}
+
+/// Plans the experiments from a fresh inference on the primary model (F, or F∪P in mode fp).
+pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, Error> {
+    let (failing, passing) = select_traces(dump, o.passing);
+    if failing.is_empty() {
+        return Err(Error::Other(format!("{}: no failing test has a trace: nothing to localize", dump.dir.display())));
+    }
+    let traces: Vec<usize> = if o.mode == Mode::Fp { failing.iter().chain(&passing).copied().collect() } else { failing };
+    let model = Model::build("F", dump, rules, &views(dump, &traces, o.compress))?;
+    let m = model.infer(dump, &[], &o.cpd, &o.bp)?;
+    Ok(cfx::plan(dump, &model.premises.vertices, &m.p_incorrect, o.k))
+}
+
+pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error> {
+    let start = Instant::now();
+    let (failing, passing) = select_traces(dump, o.passing);
+    if failing.is_empty() {
+        return Err(Error::Other(format!("{}: no failing test has a trace: nothing to localize", dump.dir.display())));
+    }
+    let fp_traces: Vec<usize> = failing.iter().chain(&passing).copied().collect();
+    let mut models: Vec<Model> = Vec::new();
+    let mut kept = 0;
+    if o.mode != Mode::Fp {
+        let v = views(dump, &failing, o.compress);
+        models.push(Model::build("F", dump, rules, &v)?);
+    }
+    if o.mode != Mode::F {
+        let v = views(dump, &fp_traces, o.compress);
+        kept = v.iter().map(|v| v.keep.as_ref().map_or(0, |k| k.len())).sum();
+        models.push(Model::build("F∪P", dump, rules, &v)?);
+    }
+    if kept == 0 {
+        kept = models[0].premises.steps.len();
+    }
+    let mut runs = Vec::new();
+    // First inference on every model; the primary one (first) plans the experiments.
+    let mut first: Vec<Marginals> = Vec::new();
+    for m in &models {
+        let marg = m.infer(dump, &[], &o.cpd, &o.bp)?;
+        runs.push(m.run_info("initial", &marg.convergence, 0));
+        first.push(marg);
+    }
+    let experiments: Vec<ExperimentResult> = match &o.cfx {
+        CfxSource::Off => Vec::new(),
+        CfxSource::Run(ro) => {
+            let plan = cfx::plan(dump, &models[0].premises.vertices, &first[0].p_incorrect, o.k);
+            if dump.manifest.rerun.is_some() && !plan.is_empty() {
+                cfx::run(dump, &plan, ro).map_err(Error::Other)?
+            } else {
+                Vec::new()
+            }
+        }
+        CfxSource::Results(path) => {
+            let plan = cfx::plan(dump, &models[0].premises.vertices, &first[0].p_incorrect, o.k);
+            let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+            let results: Vec<ExperimentResult> = serde_json::from_str(&text)
+                .map_err(|e| Error::Other(format!("{}:{}: not a list of experiment results: {e}", path.display(), e.line())))?;
+            cfx::match_results(&plan, results, path).map_err(Error::Other)?
+        }
+    };
+    let passed: Vec<&Experiment> = experiments.iter().filter(|r| r.outcome == CfxOutcome::Pass).map(|r| &r.experiment).collect();
+    let mut rankings: Vec<Vec<Ranked>> = Vec::new();
+    let mut final_runs = Vec::new();
+    for (i, m) in models.iter().enumerate() {
+        let marg = if passed.is_empty() {
+            first[i].clone()
+        } else {
+            let parents: Vec<Vec<Vertex>> = passed.iter().map(|e| cfx_parents(m, e, dump, o.cfx_model)).collect();
+            let marg = m.infer(dump, &parents, &o.cpd, &o.bp)?;
+            runs.push(m.run_info("with counterfactuals", &marg.convergence, parents.len()));
+            marg
+        };
+        final_runs.push(marg.convergence);
+        rankings.push(ranking::rank(dump, &m.stmt_scores(&marg), o.granularity));
+    }
+    let ranking = match o.mode {
+        Mode::Both => ranking::aggregate(&rankings[0], &rankings[1], o.granularity),
+        _ => rankings.pop().unwrap(),
+    };
+    let convergence = ConvergenceReport {
+        iterations: final_runs.iter().map(|c| c.iterations).max().unwrap_or(0),
+        max_change: final_runs.iter().map(|c| c.max_change).fold(0.0, f64::max),
+        converged: runs.iter().all(|r| r.converged),
+        runs,
+    };
+    let steps = fp_traces.iter().map(|&t| dump.traces[t].steps.len()).sum();
+    Ok(Report {
+        mode: o.mode,
+        granularity: o.granularity,
+        ranking,
+        convergence,
+        experiments,
+        stats: Stats { failing_traces: failing.len(), passing_traces: passing.len(), steps, kept_steps: kept, seconds: start.elapsed().as_secs_f64() },
+    })
+}

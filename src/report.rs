@@ -1,0 +1,79 @@
+//! Printing a localization report: a table for people, JSON and CSV for tools.
+
+use std::io::{self, Write};
+
+use crate::localize::cfx::CfxOutcome;
+use crate::localize::Report;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) -> io::Result<()> {
+    let n = top.unwrap_or(usize::MAX).min(r.ranking.len());
+    match format {
+        Format::Json => {
+            let mut v = serde_json::to_value(r).map_err(io::Error::other)?;
+            if let Some(a) = v.get_mut("ranking").and_then(|a| a.as_array_mut()) {
+                a.truncate(n);
+            }
+            serde_json::to_writer_pretty(&mut *w, &v)?;
+            writeln!(w)
+        }
+        Format::Csv => {
+            writeln!(w, "rank,file,line,score,method")?;
+            for e in &r.ranking[..n] {
+                writeln!(w, "{},{},{},{:.6},{}", e.rank, csv(&e.file), e.line, e.score, csv(&e.method))?;
+            }
+            Ok(())
+        }
+        Format::Table => {
+            let wf = r.ranking[..n].iter().map(|e| e.file.len() + 1 + digits(e.line)).max().unwrap_or(8).max(8);
+            writeln!(w, "{:>4}  {:<wf$}  {:>8}  method", "rank", "location", "score")?;
+            for e in &r.ranking[..n] {
+                let loc = format!("{}:{}", e.file, e.line);
+                writeln!(w, "{:>4}  {:<wf$}  {:>8.6}  {}", e.rank, loc, e.score, e.method)?;
+            }
+            if r.ranking.len() > n {
+                writeln!(w, "  ... {} more (use --top)", r.ranking.len() - n)?;
+            }
+            let c = &r.convergence;
+            writeln!(
+                w,
+                "\ninference: {} ({} iterations, final max change {:.1e}){}",
+                if c.converged { "converged" } else { "DID NOT CONVERGE" },
+                c.iterations,
+                c.max_change,
+                if c.converged { "" } else { " — scores are approximate" }
+            )?;
+            if !r.experiments.is_empty() {
+                let passed = r.experiments.iter().filter(|e| e.outcome == CfxOutcome::Pass).count();
+                writeln!(w, "counterfactual experiments: {} run, {} made the failing test pass", r.experiments.len(), passed)?;
+                for e in &r.experiments {
+                    let x = &e.experiment;
+                    writeln!(w, "  flip {}:{} (#{} in {}) -> {:?}", x.file, x.line, x.occurrence, x.test, e.outcome)?;
+                }
+            }
+            writeln!(
+                w,
+                "traces: {} failing, {} passing; {} steps ({} after compression); {:.2} s",
+                r.stats.failing_traces, r.stats.passing_traces, r.stats.steps, r.stats.kept_steps, r.stats.seconds
+            )
+        }
+    }
+}
+
+fn digits(x: u32) -> usize {
+    x.to_string().len()
+}
+
+fn csv(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
