@@ -8,10 +8,15 @@
 //!   GZoltar-style ranking CSV output.
 
 pub mod cp;
+pub mod interop;
 pub mod sbfl;
 
 pub use cp::{
     build_basic_blocks, cp_scores, cp_statement_ranking, BlockGraph, CpConfig, CpEdge, CpError,
     CpInput, CpResult, EdgeProfile, ExitMode, StatementKind,
+};
+pub use interop::{
+    parse_fauxpy_scores, parse_gzoltar, parse_gzoltar_ranking, read_fauxpy_scores, read_gzoltar,
+    write_gzoltar_ranking, GzoltarSpectrum, InteropError, NamedScores,
 };
 pub use sbfl::{sbfl_scores, spectrum_counts, Counts, Formula, SbflError, Spectrum, SpectrumTest};
