@@ -138,13 +138,29 @@ pub enum CpError {
     #[error("CP needs at least one failed test")]
     NoFailingTests,
     #[error("edge {edge} refers to block {block}, but there are only {n_blocks} blocks")]
-    BlockOutOfRange { edge: usize, block: u32, n_blocks: usize },
+    BlockOutOfRange {
+        edge: usize,
+        block: u32,
+        n_blocks: usize,
+    },
     #[error("test #{test} covers edge {edge}, but there are only {n_edges} edges")]
-    EdgeOutOfRange { test: usize, edge: u32, n_edges: usize },
+    EdgeOutOfRange {
+        test: usize,
+        edge: u32,
+        n_edges: usize,
+    },
     #[error("statement {stmt} refers to block {block}, but there are only {n_blocks} blocks")]
-    StatementBlockOutOfRange { stmt: usize, block: u32, n_blocks: usize },
+    StatementBlockOutOfRange {
+        stmt: usize,
+        block: u32,
+        n_blocks: usize,
+    },
     #[error("statement edge {edge} refers to statement {stmt}, but there are only {n_statements}")]
-    StatementOutOfRange { edge: usize, stmt: u32, n_statements: usize },
+    StatementOutOfRange {
+        edge: usize,
+        stmt: u32,
+        n_statements: usize,
+    },
     #[error("singular or near-singular CP system in the loop formed by blocks {blocks:?}")]
     Singular { blocks: Vec<u32> },
     #[error("numeric overflow in the CP system (blocks {blocks:?})")]
@@ -158,7 +174,9 @@ pub enum CpError {
 /// Run CP (eqs. 1–6) and solve for the block scores.
 pub fn cp_scores(input: &CpInput) -> Result<CpResult, CpError> {
     let cfg = input.config;
-    if !(cfg.epsilon.is_finite() && cfg.epsilon > 0.0) || !(cfg.zero_threshold >= 0.0) {
+    let eps_ok = cfg.epsilon.is_finite() && cfg.epsilon > 0.0;
+    let thr_ok = cfg.zero_threshold.is_finite() && cfg.zero_threshold >= 0.0;
+    if !eps_ok || !thr_ok {
         return Err(CpError::Config(format!(
             "epsilon must be finite and > 0 and zero_threshold >= 0 (got {}, {})",
             cfg.epsilon, cfg.zero_threshold
@@ -212,7 +230,11 @@ pub fn cp_scores(input: &CpInput) -> Result<CpResult, CpError> {
     }
     let mut edges: Vec<CpEdgeStats> = (0..m)
         .map(|i| {
-            let tp = if u == 0 { 0.0 } else { cnt_p[i] as f64 / u as f64 };
+            let tp = if u == 0 {
+                0.0
+            } else {
+                cnt_p[i] as f64 / u as f64
+            };
             let tf = cnt_f[i] as f64 / v as f64;
             let kept = tp + tf > 0.0;
             CpEdgeStats {
@@ -468,7 +490,9 @@ pub fn cp_statement_ranking(
         .enumerate()
         .map(|(i, s)| {
             let v = match *s {
-                StatementKind::InBlock(b) => result.blocks[b as usize].score.unwrap_or(f64::NEG_INFINITY),
+                StatementKind::InBlock(b) => {
+                    result.blocks[b as usize].score.unwrap_or(f64::NEG_INFINITY)
+                }
                 StatementKind::NoBlock => no_block,
                 StatementKind::NonExecutable => f64::NEG_INFINITY,
             };
@@ -522,7 +546,10 @@ impl BlockGraph {
 /// 1, or its single predecessor has out-degree other than 1 (or is `s`
 /// itself). A pure cycle of single-in/single-out statements starts at its
 /// smallest statement. Parallel edges count separately.
-pub fn build_basic_blocks(n_statements: usize, stmt_edges: &[CpEdge]) -> Result<BlockGraph, CpError> {
+pub fn build_basic_blocks(
+    n_statements: usize,
+    stmt_edges: &[CpEdge],
+) -> Result<BlockGraph, CpError> {
     let n = n_statements;
     let mut indeg = vec![0usize; n];
     let mut outdeg = vec![0usize; n];
@@ -798,7 +825,11 @@ mod tests {
         (0..inp.n_blocks)
             .filter_map(|b| {
                 let s = r.blocks[b].score?;
-                let want = if r.blocks[b].exit { r.blocks[b].in_delta_sum } else { acc[b] };
+                let want = if r.blocks[b].exit {
+                    r.blocks[b].in_delta_sum
+                } else {
+                    acc[b]
+                };
                 Some((s - want).abs())
             })
             .fold(0.0, f64::max)
@@ -834,7 +865,10 @@ mod tests {
         // W: 0->1 1/4, 1->2 1, 2->1 3/4, 2->3 -1/2, 1->1 0, 0->3 3/2.
         // BR1 = BR2; BR2 = 3/4 BR1 + 1/3 -> BR1 = BR2 = 4/3; BR0 = 1/3 - 1 = -2/3.
         let br: Vec<f64> = r.blocks.iter().map(|b| b.score.unwrap()).collect();
-        for (g, w) in br.iter().zip([-2.0 / 3.0, 4.0 / 3.0, 4.0 / 3.0, -2.0 / 3.0]) {
+        for (g, w) in br
+            .iter()
+            .zip([-2.0 / 3.0, 4.0 / 3.0, 4.0 / 3.0, -2.0 / 3.0])
+        {
             assert!(close(*g, w), "{br:?}");
         }
     }
@@ -848,7 +882,10 @@ mod tests {
             tests: vec![prof(false, &[0, 1, 2]), prof(true, &[0])],
             config: CpConfig::default(),
         };
-        assert_eq!(cp_scores(&inp), Err(CpError::Singular { blocks: vec![0, 1] }));
+        assert_eq!(
+            cp_scores(&inp),
+            Err(CpError::Singular { blocks: vec![0, 1] })
+        );
     }
 
     #[test]
@@ -858,10 +895,20 @@ mod tests {
         assert_eq!(cp_scores(&inp), Err(CpError::NoFailingTests));
         let mut inp = schedule_v2();
         inp.tests[0].covered.push(17);
-        assert!(matches!(cp_scores(&inp), Err(CpError::EdgeOutOfRange { test: 0, edge: 17, .. })));
+        assert!(matches!(
+            cp_scores(&inp),
+            Err(CpError::EdgeOutOfRange {
+                test: 0,
+                edge: 17,
+                ..
+            })
+        ));
         let mut inp = schedule_v2();
         inp.edges.push(edge(Some(9), 0));
-        assert!(matches!(cp_scores(&inp), Err(CpError::BlockOutOfRange { edge: 6, .. })));
+        assert!(matches!(
+            cp_scores(&inp),
+            Err(CpError::BlockOutOfRange { edge: 6, .. })
+        ));
         let mut inp = schedule_v2();
         inp.config.epsilon = 0.0;
         assert!(matches!(cp_scores(&inp), Err(CpError::Config(_))));
@@ -891,7 +938,10 @@ mod tests {
             edge(Some(7), 8),
         ];
         let g = build_basic_blocks(9, &se).unwrap();
-        assert_eq!(g.blocks, vec![vec![0], vec![1, 2, 3, 4], vec![5, 6, 7], vec![8]]);
+        assert_eq!(
+            g.blocks,
+            vec![vec![0], vec![1, 2, 3, 4], vec![5, 6, 7], vec![8]]
+        );
         assert_eq!(g.block_of, vec![0, 1, 1, 1, 1, 2, 2, 2, 3]);
         assert_eq!(
             g.edges,
@@ -906,14 +956,27 @@ mod tests {
         );
         assert_eq!(
             g.edge_map,
-            vec![Some(0), Some(1), Some(2), None, None, None, Some(3), Some(4), None, None, Some(5)]
+            vec![
+                Some(0),
+                Some(1),
+                Some(2),
+                None,
+                None,
+                None,
+                Some(3),
+                Some(4),
+                None,
+                None,
+                Some(5)
+            ]
         );
         // t3 (failing) at statement level -> block edges e1,e2,e4,e6.
         let p = g.map_profile(&[0, 1, 3, 4, 5, 6, 8, 9, 10]).unwrap();
         assert_eq!(p, vec![0, 1, 3, 5]);
         assert!(g.map_profile(&[99]).is_err());
         // Pure cycle 0->1->2->0 with an exit 2->3 chain broken by out-degree.
-        let g = build_basic_blocks(3, &[edge(Some(0), 1), edge(Some(1), 2), edge(Some(2), 0)]).unwrap();
+        let g =
+            build_basic_blocks(3, &[edge(Some(0), 1), edge(Some(1), 2), edge(Some(2), 0)]).unwrap();
         assert_eq!(g.blocks, vec![vec![0, 1, 2]]);
         assert_eq!(g.edges, vec![edge(Some(0), 0)]);
         assert!(build_basic_blocks(2, &[edge(Some(0), 5)]).is_err());
@@ -954,7 +1017,12 @@ mod tests {
         let inp = CpInput {
             n_blocks,
             edges,
-            tests: vec![prof(false, &all), prof(true, &pass), prof(true, &pass2), prof(false, &pass2)],
+            tests: vec![
+                prof(false, &all),
+                prof(true, &pass),
+                prof(true, &pass2),
+                prof(false, &pass2),
+            ],
             config: CpConfig::default(),
         };
         let r = cp_scores(&inp).unwrap();

@@ -43,7 +43,8 @@ fn err(file: &str, line: usize, msg: impl Into<String>) -> InteropError {
 }
 
 fn read_text(path: &Path) -> Result<String, InteropError> {
-    std::fs::read_to_string(path).map_err(|e| err(&path.display().to_string(), 0, format!("cannot read: {e}")))
+    std::fs::read_to_string(path)
+        .map_err(|e| err(&path.display().to_string(), 0, format!("cannot read: {e}")))
 }
 
 /// Lines with their 1-based numbers, `\r` stripped.
@@ -66,7 +67,12 @@ pub struct GzoltarSpectrum {
 pub fn read_gzoltar(matrix: &Path, spectra: &Path) -> Result<GzoltarSpectrum, InteropError> {
     let m = read_text(matrix)?;
     let s = read_text(spectra)?;
-    parse_gzoltar(&m, &matrix.display().to_string(), &s, &spectra.display().to_string())
+    parse_gzoltar(
+        &m,
+        &matrix.display().to_string(),
+        &s,
+        &spectra.display().to_string(),
+    )
 }
 
 /// Parse `spectra.csv` (one element name per line; an optional first line
@@ -129,7 +135,10 @@ pub fn parse_gzoltar(
                 err(
                     matrix_name,
                     no,
-                    format!("column {}: expected a non-negative integer, found {v:?}", i + 1),
+                    format!(
+                        "column {}: expected a non-negative integer, found {v:?}",
+                        i + 1
+                    ),
                 )
             })?;
             if x > 0 {
@@ -160,7 +169,13 @@ pub struct NamedScores {
 impl NamedScores {
     /// Ranking over ids `0..len` (exact ties).
     pub fn ranking(&self) -> Result<Ranking, MetricError> {
-        Ranking::new(self.scores.iter().enumerate().map(|(i, &s)| (i as u32, s)).collect())
+        Ranking::new(
+            self.scores
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| (i as u32, s))
+                .collect(),
+        )
     }
     /// Id of an element name.
     pub fn id_of(&self, name: &str) -> Option<u32> {
@@ -247,12 +262,21 @@ pub fn parse_fauxpy_scores(text: &str, file: &str) -> Result<NamedScores, Intero
                 header = true;
                 continue;
             }
-            return Err(err(file, no, format!("expected header \"Entity,Score\", found {line:?}")));
+            return Err(err(
+                file,
+                no,
+                format!("expected header \"Entity,Score\", found {line:?}"),
+            ));
         }
         if f.len() != 2 {
-            return Err(err(file, no, format!("expected 2 fields (entity, score), found {}", f.len())));
+            return Err(err(
+                file,
+                no,
+                format!("expected 2 fields (entity, score), found {}", f.len()),
+            ));
         }
-        let score = parse_score(&f[1]).ok_or_else(|| err(file, no, format!("invalid score {:?}", f[1])))?;
+        let score =
+            parse_score(&f[1]).ok_or_else(|| err(file, no, format!("invalid score {:?}", f[1])))?;
         if !seen.insert(f[0].clone()) {
             return Err(err(file, no, format!("duplicate entity {:?}", f[0])));
         }
@@ -281,7 +305,11 @@ pub fn parse_gzoltar_ranking(text: &str, file: &str) -> Result<NamedScores, Inte
                 header = true;
                 continue;
             }
-            return Err(err(file, no, format!("expected header \"name;suspiciousness_value\", found {line:?}")));
+            return Err(err(
+                file,
+                no,
+                format!("expected header \"name;suspiciousness_value\", found {line:?}"),
+            ));
         }
         let (name, score) = line
             .rsplit_once(';')
@@ -289,7 +317,8 @@ pub fn parse_gzoltar_ranking(text: &str, file: &str) -> Result<NamedScores, Inte
         if name.contains(';') {
             return Err(err(file, no, "more than one ';' in the row"));
         }
-        let s = parse_score(score).ok_or_else(|| err(file, no, format!("invalid score {score:?}")))?;
+        let s =
+            parse_score(score).ok_or_else(|| err(file, no, format!("invalid score {score:?}")))?;
         if !seen.insert(name.to_string()) {
             return Err(err(file, no, format!("duplicate element {name:?}")));
         }
@@ -297,7 +326,11 @@ pub fn parse_gzoltar_ranking(text: &str, file: &str) -> Result<NamedScores, Inte
         scores.push(s);
     }
     if !header {
-        return Err(err(file, 0, "empty file (no \"name;suspiciousness_value\" header)"));
+        return Err(err(
+            file,
+            0,
+            "empty file (no \"name;suspiciousness_value\" header)",
+        ));
     }
     Ok(NamedScores { names, scores })
 }
@@ -321,11 +354,18 @@ fn format_score(x: f64) -> String {
 /// input order). Names containing `;` or a line break, and NaN scores, are
 /// rejected before anything is written (`file` = `"<output>"`, `line` = the
 /// output line the entry would have had).
-pub fn write_gzoltar_ranking<W: Write>(mut out: W, entries: &[(String, f64)]) -> Result<(), InteropError> {
+pub fn write_gzoltar_ranking<W: Write>(
+    mut out: W,
+    entries: &[(String, f64)],
+) -> Result<(), InteropError> {
     let mut order: Vec<usize> = (0..entries.len()).collect();
     for (i, (name, s)) in entries.iter().enumerate() {
         if name.contains(';') || name.contains('\n') || name.contains('\r') {
-            return Err(err("<output>", i + 2, format!("element name {name:?} contains ';' or a line break")));
+            return Err(err(
+                "<output>",
+                i + 2,
+                format!("element name {name:?} contains ';' or a line break"),
+            ));
         }
         if s.is_nan() {
             return Err(err("<output>", i + 2, format!("score of {name:?} is NaN")));
@@ -346,12 +386,18 @@ mod tests {
     use crate::baselines::sbfl::{sbfl_scores, Formula};
 
     fn testdata(p: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/baselines/testdata").join(p)
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/baselines/testdata")
+            .join(p)
     }
 
     #[test]
     fn gzoltar_files_to_spectrum_to_ranking_csv() {
-        let g = read_gzoltar(&testdata("gzoltar/matrix.txt"), &testdata("gzoltar/spectra.csv")).unwrap();
+        let g = read_gzoltar(
+            &testdata("gzoltar/matrix.txt"),
+            &testdata("gzoltar/spectra.csv"),
+        )
+        .unwrap();
         assert_eq!(g.elements.len(), 5);
         assert_eq!(g.elements[0], "org.example$Calc#add(int,int):10");
         assert_eq!(g.spectrum.tests.len(), 5);
@@ -386,14 +432,28 @@ mod tests {
         let e = parse_gzoltar("1 z -\n", "m.txt", spectra, "s.csv").unwrap_err();
         assert_eq!(e.line, 1);
         assert!(e.msg.contains("column 2"));
-        assert_eq!(parse_gzoltar("", "m.txt", spectra, "s.csv").unwrap_err().line, 0);
-        assert_eq!(parse_gzoltar("1 -\n", "m.txt", "name\n", "s.csv").unwrap_err().file, "s.csv");
+        assert_eq!(
+            parse_gzoltar("", "m.txt", spectra, "s.csv")
+                .unwrap_err()
+                .line,
+            0
+        );
+        assert_eq!(
+            parse_gzoltar("1 -\n", "m.txt", "name\n", "s.csv")
+                .unwrap_err()
+                .file,
+            "s.csv"
+        );
         // Counts are binarized; CRLF and a headerless spectra file are accepted.
         let g = parse_gzoltar("3 0 -\r\n0 2 +\r\n", "m", "a\r\nb\r\n", "s").unwrap();
         assert_eq!(g.elements, vec!["a", "b"]);
         assert_eq!(g.spectrum.tests[0].covered, vec![0]);
         assert_eq!(g.spectrum.tests[1].covered, vec![1]);
-        let e = read_gzoltar(&testdata("gzoltar/missing.txt"), &testdata("gzoltar/spectra.csv")).unwrap_err();
+        let e = read_gzoltar(
+            &testdata("gzoltar/missing.txt"),
+            &testdata("gzoltar/spectra.csv"),
+        )
+        .unwrap_err();
         assert!(e.file.ends_with("missing.txt") && e.line == 0);
     }
 
@@ -403,10 +463,15 @@ mod tests {
         assert_eq!(s.len(), 7);
         assert_eq!(s.names[0], "/home/dev/triangle/code/equilateral.py::13");
         assert_eq!(s.names[5], "/home/dev/odd,dir/code/isosceles.py::8");
-        assert_eq!(s.names[6], "/home/dev/triangle/code/q\"uote.py::isosceles_area::4::11");
+        assert_eq!(
+            s.names[6],
+            "/home/dev/triangle/code/q\"uote.py::isosceles_area::4::11"
+        );
         assert_eq!(s.scores[3], 0.75625);
         let rk = s.ranking().unwrap();
-        let fault = s.id_of("/home/dev/triangle/code/equilateral.py::11").unwrap();
+        let fault = s
+            .id_of("/home/dev/triangle/code/equilateral.py::11")
+            .unwrap();
         let p = rk.position(&[fault]).unwrap();
         assert_eq!((p.best, p.worst), (1.0, 3.0));
         assert_eq!(rk.standard_rank_score(&[fault]).unwrap(), 1.5);
@@ -414,7 +479,8 @@ mod tests {
 
     #[test]
     fn fauxpy_errors_name_file_and_line() {
-        let e = parse_fauxpy_scores("Entity,Score\r\na.py::1,0.5\r\na.py::2,abc\r\n", "S.csv").unwrap_err();
+        let e = parse_fauxpy_scores("Entity,Score\r\na.py::1,0.5\r\na.py::2,abc\r\n", "S.csv")
+            .unwrap_err();
         assert_eq!(e.to_string(), "S.csv:3: invalid score \"abc\"");
         let e = parse_fauxpy_scores("Entity;Score\n", "S.csv").unwrap_err();
         assert_eq!(e.line, 1);
@@ -427,19 +493,27 @@ mod tests {
         assert!(parse_fauxpy_scores("Entity,Score\na,NaN\n", "S.csv").is_err());
         assert_eq!(parse_fauxpy_scores("", "S.csv").unwrap_err().line, 0);
         // Header only: an empty ranking is valid.
-        assert!(parse_fauxpy_scores("Entity,Score\r\n", "S.csv").unwrap().is_empty());
+        assert!(parse_fauxpy_scores("Entity,Score\r\n", "S.csv")
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
     fn ranking_writer_rejects_bad_names_and_formats_like_java() {
         let mut buf = Vec::new();
-        let e = write_gzoltar_ranking(&mut buf, &[("a".into(), 1.0), ("b;c".into(), 0.5)]).unwrap_err();
+        let e =
+            write_gzoltar_ranking(&mut buf, &[("a".into(), 1.0), ("b;c".into(), 0.5)]).unwrap_err();
         assert_eq!(e.line, 3);
         assert!(buf.is_empty());
         assert!(write_gzoltar_ranking(&mut buf, &[("a".into(), f64::NAN)]).is_err());
         write_gzoltar_ranking(
             &mut buf,
-            &[("x".into(), 0.0), ("y".into(), f64::INFINITY), ("z".into(), -1.0), ("w".into(), 0.25)],
+            &[
+                ("x".into(), 0.0),
+                ("y".into(), f64::INFINITY),
+                ("z".into(), -1.0),
+                ("w".into(), 0.25),
+            ],
         )
         .unwrap();
         assert_eq!(

@@ -50,7 +50,9 @@ pub struct Counts {
 /// Errors of SBFL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SbflError {
-    #[error("test #{test} covers element {element}, but the spectrum has only {n_elements} elements")]
+    #[error(
+        "test #{test} covers element {element}, but the spectrum has only {n_elements} elements"
+    )]
     ElementOutOfRange {
         test: usize,
         element: u32,
@@ -241,7 +243,10 @@ mod tests {
     fn close(a: &[f64], b: &[f64]) {
         assert_eq!(a.len(), b.len());
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            assert!((x - y).abs() <= 1e-15 * y.abs().max(1.0), "element {i}: {x} vs {y}");
+            assert!(
+                (x - y).abs() <= 1e-15 * y.abs().max(1.0),
+                "element {i}: {x} vs {y}"
+            );
         }
     }
 
@@ -249,7 +254,16 @@ mod tests {
     fn counts_of_hand_spectrum() {
         let c = spectrum_counts(&hand()).unwrap();
         let c: Vec<(u32, u32, u32, u32)> = c.iter().map(|c| (c.ef, c.ep, c.nf, c.np)).collect();
-        assert_eq!(c, vec![(2, 2, 0, 1), (1, 2, 1, 1), (2, 0, 0, 3), (0, 2, 2, 1), (0, 0, 2, 3)]);
+        assert_eq!(
+            c,
+            vec![
+                (2, 2, 0, 1),
+                (1, 2, 1, 1),
+                (2, 0, 0, 3),
+                (0, 2, 2, 1),
+                (0, 0, 2, 3)
+            ]
+        );
     }
 
     #[test]
@@ -257,7 +271,10 @@ mod tests {
         let s = hand();
         let sc = |f: Formula| sbfl_scores(&s, f).unwrap();
         // Ochiai: 2/sqrt(2*4), 1/sqrt(2*3), 2/sqrt(2*2), 0/sqrt(2*2), 0/0 -> 0.
-        close(&sc(Formula::Ochiai), &[2.0 / 8f64.sqrt(), 1.0 / 6f64.sqrt(), 1.0, 0.0, 0.0]);
+        close(
+            &sc(Formula::Ochiai),
+            &[2.0 / 8f64.sqrt(), 1.0 / 6f64.sqrt(), 1.0, 0.0, 0.0],
+        );
         // Tarantula: (1)/(1+2/3)=3/5, (1/2)/(1/2+2/3)=3/7, 1/(1+0)=1, 0/(0+2/3)=0, 0/0 -> 0.
         close(&sc(Formula::Tarantula), &[0.6, 3.0 / 7.0, 1.0, 0.0, 0.0]);
         // DStar^2: 4/(2+0)=2, 1/(2+1)=1/3, 4/0 -> MAX, 0/(2+2)=0, 0/(0+2)=0.
@@ -276,9 +293,18 @@ mod tests {
     fn never_nan_on_degenerate_spectra() {
         // No tests at all, only passing tests, only failing tests.
         let specs = [
-            Spectrum { n_elements: 3, tests: vec![] },
-            Spectrum { n_elements: 3, tests: vec![t(true, &[0]), t(true, &[])] },
-            Spectrum { n_elements: 3, tests: vec![t(false, &[0, 1]), t(false, &[0])] },
+            Spectrum {
+                n_elements: 3,
+                tests: vec![],
+            },
+            Spectrum {
+                n_elements: 3,
+                tests: vec![t(true, &[0]), t(true, &[])],
+            },
+            Spectrum {
+                n_elements: 3,
+                tests: vec![t(false, &[0, 1]), t(false, &[0])],
+            },
         ];
         for s in &specs {
             for f in Formula::ALL {
@@ -306,9 +332,19 @@ mod tests {
                 t(true, &[0, 3]),
             ],
         };
-        let r2 = |v: Vec<f64>| v.iter().map(|x| (x * 100.0).round() / 100.0).collect::<Vec<_>>();
-        assert_eq!(r2(sbfl_scores(&blocks, Formula::Tarantula).unwrap()), vec![0.5, 0.71, 1.0, 0.5]);
-        assert_eq!(r2(sbfl_scores(&blocks, Formula::Jaccard).unwrap()), vec![0.29, 0.5, 0.5, 0.29]);
+        let r2 = |v: Vec<f64>| {
+            v.iter()
+                .map(|x| (x * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            r2(sbfl_scores(&blocks, Formula::Tarantula).unwrap()),
+            vec![0.5, 0.71, 1.0, 0.5]
+        );
+        assert_eq!(
+            r2(sbfl_scores(&blocks, Formula::Jaccard).unwrap()),
+            vec![0.29, 0.5, 0.5, 0.29]
+        );
         let edges = Spectrum {
             n_elements: 6,
             tests: vec![
@@ -333,11 +369,21 @@ mod tests {
             assert_eq!(f.name().parse::<Formula>().unwrap(), f);
             assert_eq!(f.to_string(), f.name());
         }
-        assert!(matches!("Ochiai".parse::<Formula>(), Err(SbflError::UnknownFormula(_))));
-        let bad = Spectrum { n_elements: 2, tests: vec![t(true, &[0]), t(false, &[2])] };
+        assert!(matches!(
+            "Ochiai".parse::<Formula>(),
+            Err(SbflError::UnknownFormula(_))
+        ));
+        let bad = Spectrum {
+            n_elements: 2,
+            tests: vec![t(true, &[0]), t(false, &[2])],
+        };
         assert_eq!(
             sbfl_scores(&bad, Formula::Ochiai),
-            Err(SbflError::ElementOutOfRange { test: 1, element: 2, n_elements: 2 })
+            Err(SbflError::ElementOutOfRange {
+                test: 1,
+                element: 2,
+                n_elements: 2
+            })
         );
     }
 }

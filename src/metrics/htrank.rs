@@ -66,7 +66,9 @@ impl Jumps {
 
     /// "Same function" relation: every pair of distinct ids with the same key
     /// is connected with weight 1.
-    pub fn same_group<K: Eq + std::hash::Hash>(members: impl IntoIterator<Item = (u32, K)>) -> Self {
+    pub fn same_group<K: Eq + std::hash::Hash>(
+        members: impl IntoIterator<Item = (u32, K)>,
+    ) -> Self {
         let mut by_key: HashMap<K, Vec<u32>> = HashMap::new();
         for (id, k) in members {
             let v = by_key.entry(k).or_default();
@@ -359,7 +361,7 @@ pub fn hitting_times_exact<T: Scalar>(
     let mut out = vec![T::zero(); n];
     match method {
         ExactMethod::PerTarget => {
-            for j in 0..n {
+            for (j, out_j) in out.iter_mut().enumerate() {
                 if j == start {
                     continue;
                 }
@@ -374,16 +376,16 @@ pub fn hitting_times_exact<T: Scalar>(
                 }
                 let t = Lu::factor(a)?.solve(&vec![T::one(); n - 1])?;
                 let r = idx.iter().position(|&i| i == start).unwrap_or(0);
-                out[j] = t[r];
+                *out_j = t[r];
             }
         }
         ExactMethod::Fundamental => {
             let w = stationary(chain)?;
             let mut a = DenseMatrix::zeros(n);
             for i in 0..n {
-                for j in 0..n {
+                for (j, &wj) in w.iter().enumerate() {
                     let d = if i == j { T::one() } else { T::zero() };
-                    a.set(i, j, d - p.get(i, j) + w[j]);
+                    a.set(i, j, d - p.get(i, j) + wj);
                 }
             }
             let lu = Lu::factor(a)?;
@@ -553,7 +555,10 @@ pub fn ht_rank_from_hitting_times(
 ) -> Result<(f64, f64), MetricError> {
     let neg: Vec<(u32, f64)> = times.iter().map(|&(id, t)| (id, -t)).collect();
     let r = Ranking::with_tolerance(neg, rel_tol)?;
-    Ok((r.standard_rank_score(faulty)?, r.steinmann_rank_score(faulty)?))
+    Ok((
+        r.standard_rank_score(faulty)?,
+        r.steinmann_rank_score(faulty)?,
+    ))
 }
 
 /// HT_Rank under Def. 28. Uses the proven equivalence HT_Rank = Standard Rank
@@ -639,9 +644,12 @@ pub fn ht_rank_def29(
         return Err(MetricError::NoFaultRanked);
     }
     let has_jump = cfg.p_jump > 0.0
-        && ranked
-            .iter()
-            .any(|&a| jumps.neighbors(a).iter().any(|&(b, _)| b != a && ranked.contains(&b)));
+        && ranked.iter().any(|&a| {
+            jumps
+                .neighbors(a)
+                .iter()
+                .any(|&(b, _)| b != a && ranked.contains(&b))
+        });
     let n_states = ranking.n_groups() + ranking.len();
     if !has_jump {
         if !(0.0..1.0).contains(&cfg.p_jump) {
@@ -665,7 +673,7 @@ pub fn ht_rank_def29(
         let (lo, hi) = loc
             .iter()
             .fold((f64::INFINITY, 0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-        if !(lo >= 1.0) || !hi.is_finite() || hi / lo > cfg.max_time_ratio {
+        if lo.is_nan() || lo < 1.0 || !hi.is_finite() || hi / lo > cfg.max_time_ratio {
             return Err(MetricError::InvalidArgument(format!(
                 "ill-conditioned hitting times (min {lo}, max {hi}); use Monte Carlo (lower max_states_exact)"
             )));
@@ -673,7 +681,8 @@ pub fn ht_rank_def29(
         (t, HtEngine::Exact)
     } else {
         let targets: Vec<usize> = chain.locations.iter().map(|e| e.1).collect();
-        let est = hitting_times_monte_carlo(&chain, 0, &targets, cfg.walks, cfg.max_steps, cfg.seed)?;
+        let est =
+            hitting_times_monte_carlo(&chain, 0, &targets, cfg.walks, cfg.max_steps, cfg.seed)?;
         let censored = targets.iter().map(|&s| est.censored[s]).sum();
         (
             est.times,
@@ -685,8 +694,13 @@ pub fn ht_rank_def29(
             },
         )
     };
-    let hitting_times: Vec<(u32, f64)> = chain.locations.iter().map(|&(id, s)| (id, times[s])).collect();
-    let (ht_rank, ht_rank_steinmann) = ht_rank_from_hitting_times(&hitting_times, faulty, cfg.tie_rel_tol)?;
+    let hitting_times: Vec<(u32, f64)> = chain
+        .locations
+        .iter()
+        .map(|&(id, s)| (id, times[s]))
+        .collect();
+    let (ht_rank, ht_rank_steinmann) =
+        ht_rank_from_hitting_times(&hitting_times, faulty, cfg.tie_rel_tol)?;
     Ok(HtRankReport {
         ht_rank,
         ht_rank_steinmann,
@@ -725,7 +739,12 @@ mod tests {
         let mut out = Vec::new();
         let mut first = 0;
         for &s in sizes {
-            let state = chain.locations.iter().find(|e| e.0 == first as u32).unwrap().1;
+            let state = chain
+                .locations
+                .iter()
+                .find(|e| e.0 == first as u32)
+                .unwrap()
+                .1;
             // All locations of a group have the same hitting time.
             for id in first..first + s {
                 let st = chain.locations.iter().find(|e| e.0 == id as u32).unwrap().1;
@@ -772,7 +791,11 @@ mod tests {
         let rk = ranking_from_sizes(&[3, 2, 1, 3]);
         let chain: Chain<Rational> = def28_chain(&rk).unwrap();
         let t = hitting_times_exact(&chain, 0, ExactMethod::Fundamental).unwrap();
-        let times: Vec<(u32, f64)> = chain.locations.iter().map(|&(id, s)| (id, t[s].to_f64())).collect();
+        let times: Vec<(u32, f64)> = chain
+            .locations
+            .iter()
+            .map(|&(id, s)| (id, t[s].to_f64()))
+            .collect();
         for id in 0..9u32 {
             let (ht, _) = ht_rank_from_hitting_times(&times, &[id], 1e-9).unwrap();
             assert_eq!(ht, ht_rank_def28(&rk, &[id]).unwrap());
@@ -845,7 +868,10 @@ mod tests {
             assert_eq!(rep.engine, HtEngine::Exact);
             assert_eq!(rep.ht_rank, ht, "id {id}");
             let got = rep.hitting_times.iter().find(|e| e.0 == id).unwrap().1;
-            assert!((got - want.to_f64()).abs() <= 1e-12 * want.to_f64(), "id {id}: {got} vs {want}");
+            assert!(
+                (got - want.to_f64()).abs() <= 1e-12 * want.to_f64(),
+                "id {id}: {got} vs {want}"
+            );
         }
         // Steinmann variant: faults Has(4) and Has(6) tied (2 of 2): 3 + 3/3 = 4.
         let rep = ht_rank_def29(&rk, &j, &[3, 4], &cfg).unwrap();
@@ -879,7 +905,10 @@ mod tests {
             ..HtRankConfig::default()
         };
         let rep = ht_rank_def29(&rk, &j, &[0], &cfg).unwrap();
-        assert!(matches!(rep.engine, HtEngine::MonteCarlo { censored: 0, .. }));
+        assert!(matches!(
+            rep.engine,
+            HtEngine::MonteCarlo { censored: 0, .. }
+        ));
         for (id, want, _) in fig1_expected() {
             let got = rep.hitting_times.iter().find(|e| e.0 == id).unwrap().1;
             let rel = (got - want.to_f64()).abs() / want.to_f64();
@@ -938,7 +967,7 @@ mod tests {
         b.add_directed(4, 4, 1.0).unwrap(); // diagonal ignored
         a.union(&b);
         let mut n1 = a.neighbors(1).to_vec();
-        n1.sort_by(|x, y| x.0.cmp(&y.0));
+        n1.sort_by_key(|x| x.0);
         assert_eq!(n1, vec![(2, 1.0), (3, 2.0)]);
         assert!(a.neighbors(4).is_empty());
     }

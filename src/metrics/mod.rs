@@ -9,7 +9,5 @@ pub mod htrank;
 pub mod linalg;
 pub mod ranking;
 
-pub use htrank::{
-    ht_rank_def28, ht_rank_def29, HtEngine, HtRankConfig, HtRankReport, Jumps,
-};
+pub use htrank::{ht_rank_def28, ht_rank_def29, HtEngine, HtRankConfig, HtRankReport, Jumps};
 pub use ranking::{MetricError, Position, Ranking, TieMode, TopK};

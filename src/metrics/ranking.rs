@@ -102,7 +102,7 @@ impl Ranking {
     /// `a - b <= rel_tol * max(1, |a|, |b|)`. Ties chain: a group may span
     /// more than `rel_tol` in total if its neighbours are each within it.
     pub fn with_tolerance(mut scores: Vec<(u32, f64)>, rel_tol: f64) -> Result<Self, MetricError> {
-        if !(rel_tol >= 0.0) || !rel_tol.is_finite() {
+        if !rel_tol.is_finite() || rel_tol < 0.0 {
             return Err(MetricError::InvalidArgument(format!(
                 "tie tolerance must be a finite number >= 0, got {rel_tol}"
             )));
@@ -232,7 +232,12 @@ impl Ranking {
     /// ranked, executable or all elements, as the caller's study defines it;
     /// it must be `>= 1` (it may be smaller than [`Ranking::len`] only if the
     /// position still fits, otherwise an error is returned).
-    pub fn exam(&self, faulty: &[u32], denominator: usize, mode: TieMode) -> Result<f64, MetricError> {
+    pub fn exam(
+        &self,
+        faulty: &[u32],
+        denominator: usize,
+        mode: TieMode,
+    ) -> Result<f64, MetricError> {
         let p = self.position_or_err(faulty)?;
         if denominator == 0 {
             return Err(MetricError::InvalidArgument(
@@ -320,7 +325,13 @@ mod tests {
     fn narrative_ten_tied_gives_five() {
         let r = Ranking::new((0..10).map(|i| (i, 1.0)).chain([(10, 0.5)]).collect()).unwrap();
         assert_eq!(r.standard_rank_score(&[3]).unwrap(), 5.0);
-        assert_eq!(Ranking::new(vec![(0, 1.0)]).unwrap().standard_rank_score(&[0]).unwrap(), 0.5);
+        assert_eq!(
+            Ranking::new(vec![(0, 1.0)])
+                .unwrap()
+                .standard_rank_score(&[0])
+                .unwrap(),
+            0.5
+        );
     }
 
     #[test]
@@ -338,7 +349,10 @@ mod tests {
         assert_eq!(r.tarantula_rank(&[6, 8]).unwrap(), 9.0);
         // Unknown ids are ignored; no ranked fault -> None / error.
         assert!(r.position(&[99]).is_none());
-        assert_eq!(r.standard_rank_score(&[99]), Err(MetricError::NoFaultRanked));
+        assert_eq!(
+            r.standard_rank_score(&[99]),
+            Err(MetricError::NoFaultRanked)
+        );
         assert_eq!(r.position(&[99, 5]).unwrap().worst, 6.0);
     }
 
@@ -378,14 +392,23 @@ mod tests {
             Err(MetricError::DuplicateId { id: 1 })
         );
         // CP spec §5: b1 and b4 differ in the last bits; merged with tolerance only.
-        let v = vec![(1, 0.11111111111111116), (4, 0.11111111111111105), (2, 10.0 / 9.0)];
+        let v = vec![
+            (1, 0.11111111111111116),
+            (4, 0.11111111111111105),
+            (2, 10.0 / 9.0),
+        ];
         assert_eq!(Ranking::new(v.clone()).unwrap().n_groups(), 3);
         let r = Ranking::with_tolerance(v, 1e-9).unwrap();
         assert_eq!(r.group_sizes(), vec![1, 2]);
         assert!(Ranking::with_tolerance(vec![], -1.0).is_err());
         // Infinities tie with themselves and sort first/last.
-        let r = Ranking::new(vec![(0, f64::INFINITY), (1, 1.0), (2, f64::INFINITY), (3, f64::NEG_INFINITY)])
-            .unwrap();
+        let r = Ranking::new(vec![
+            (0, f64::INFINITY),
+            (1, 1.0),
+            (2, f64::INFINITY),
+            (3, f64::NEG_INFINITY),
+        ])
+        .unwrap();
         assert_eq!(r.group_sizes(), vec![2, 1, 1]);
         assert_eq!(r.entries()[3].0, 3);
     }
