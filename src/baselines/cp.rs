@@ -982,6 +982,36 @@ mod tests {
         assert!(build_basic_blocks(2, &[edge(Some(0), 5)]).is_err());
     }
 
+    /// One loop of 3000 blocks with forward chords and a single exit: the
+    /// whole system is one SCC solved by dense LU. Ignored by default (slow in
+    /// debug); run with `cargo test --release -- --ignored`.
+    #[test]
+    #[ignore]
+    fn single_scc_of_3000_blocks() {
+        let nb = 3000u32;
+        let mut edges = vec![edge(None, 0)];
+        for i in 0..nb {
+            edges.push(edge(Some(i), (i + 1) % nb));
+            if i % 10 == 0 {
+                edges.push(edge(Some(i), (i + 37) % nb));
+            }
+        }
+        edges.push(edge(Some(nb / 3), nb)); // exit block
+        let all: Vec<u32> = (0..edges.len() as u32).collect();
+        let pass: Vec<u32> = all.iter().copied().filter(|&e| e % 11 != 4).collect();
+        let pass2: Vec<u32> = all.iter().copied().filter(|&e| e % 5 != 1).collect();
+        let inp = CpInput {
+            n_blocks: nb as usize + 1,
+            edges,
+            tests: vec![prof(false, &all), prof(true, &pass), prof(true, &pass2), prof(false, &pass)],
+            config: CpConfig::default(),
+        };
+        let r = cp_scores(&inp).unwrap();
+        assert_eq!(r.diagnostics.largest_component, nb as usize);
+        let scale = r.blocks.iter().filter_map(|b| b.score).fold(1.0f64, |a, s| a.max(s.abs()));
+        assert!(max_residual(&inp, &r) <= 1e-9 * scale);
+    }
+
     /// A few thousand blocks: 500 loops of 4 blocks in sequence plus a big
     /// loop of 1000 blocks; checks the solution satisfies every equation.
     #[test]

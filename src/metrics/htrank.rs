@@ -22,6 +22,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rayon::prelude::*;
+
 use super::linalg::{DenseMatrix, Lu, Scalar};
 use super::ranking::{MetricError, Ranking};
 
@@ -393,14 +395,18 @@ pub fn hitting_times_exact<T: Scalar>(
             e[start] = T::one();
             // Row `start` of Z: Zᵀ e_start.
             let z_row = lu.solve_transpose(&e)?;
-            for j in 0..n {
-                if j == start {
-                    continue;
-                }
-                let mut ej = vec![T::zero(); n];
-                ej[j] = T::one();
-                let zj = lu.solve(&ej)?;
-                out[j] = (zj[j] - z_row[j]) / w[j];
+            // Diagonal of Z, one column solve per target, in parallel.
+            let diag: Vec<(usize, T)> = (0..n)
+                .into_par_iter()
+                .filter(|&j| j != start)
+                .map(|j| {
+                    let mut ej = vec![T::zero(); n];
+                    ej[j] = T::one();
+                    lu.solve(&ej).map(|zj| (j, zj[j]))
+                })
+                .collect::<Result<_, _>>()?;
+            for (j, zjj) in diag {
+                out[j] = (zjj - z_row[j]) / w[j];
             }
         }
     }
@@ -408,6 +414,40 @@ pub fn hitting_times_exact<T: Scalar>(
         return Err(MetricError::Linalg(super::linalg::LinalgError::Overflow));
     }
     Ok(out)
+}
+
+/// Exact `E[T_{start, target}]` for one target: one solve of
+/// `(I - Q_target) t = 1` (`O(N^3)`).
+pub fn hitting_time_exact_single<T: Scalar>(
+    chain: &Chain<T>,
+    start: usize,
+    target: usize,
+) -> Result<T, MetricError> {
+    chain.validate()?;
+    let n = chain.n_states();
+    if start >= n || target >= n {
+        return Err(MetricError::InvalidArgument(format!(
+            "start {start} / target {target} out of range 0..{n}"
+        )));
+    }
+    if start == target {
+        return Ok(T::zero());
+    }
+    let idx: Vec<usize> = (0..n).filter(|&i| i != target).collect();
+    let mut pos = vec![usize::MAX; n];
+    for (r, &i) in idx.iter().enumerate() {
+        pos[i] = r;
+    }
+    let mut a = DenseMatrix::identity(n - 1);
+    for (r, &i) in idx.iter().enumerate() {
+        for &(k, p) in &chain.rows[i] {
+            if k != target {
+                a.add_to(r, pos[k], -p);
+            }
+        }
+    }
+    let t = Lu::factor(a)?.solve(&vec![T::one(); n - 1])?;
+    Ok(t[pos[start]])
 }
 
 /// Monte Carlo estimate of hitting times.
@@ -506,41 +546,62 @@ pub fn hitting_times_monte_carlo(
         v
     };
     let n_targets = is_target.iter().filter(|&&b| b).count();
-    let mut rng = Rng::new(seed);
-    let mut sum = vec![0f64; n];
-    let mut censored = vec![0usize; n];
-    let mut first = vec![u64::MAX; n];
-    for _ in 0..walks {
-        first.iter_mut().for_each(|f| *f = u64::MAX);
-        let mut cur = start;
-        first[cur] = 0;
-        let mut remaining = n_targets - usize::from(is_target[cur]);
-        let mut step = 0u64;
-        while remaining > 0 && step < max_steps {
-            let (js, cs) = &cum[cur];
-            let total = *cs.last().unwrap_or(&1.0);
-            let u = rng.next_f64() * total;
-            let k = cs.partition_point(|&c| c <= u).min(js.len() - 1);
-            cur = js[k];
-            step += 1;
-            if first[cur] == u64::MAX {
-                first[cur] = step;
-                if is_target[cur] {
-                    remaining -= 1;
+    // Walk `w` uses its own generator seeded from (seed, w) and the sums are
+    // integers, so the estimate does not depend on the thread count.
+    let run_walks = |range: std::ops::Range<usize>| -> (Vec<u64>, Vec<usize>) {
+        let mut sum = vec![0u64; n];
+        let mut censored = vec![0usize; n];
+        let mut first = vec![u64::MAX; n];
+        for w in range {
+            let mut rng = Rng::new(seed ^ (w as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
+            first.iter_mut().for_each(|f| *f = u64::MAX);
+            let mut cur = start;
+            first[cur] = 0;
+            let mut remaining = n_targets - usize::from(is_target[cur]);
+            let mut step = 0u64;
+            while remaining > 0 && step < max_steps {
+                let (js, cs) = &cum[cur];
+                let total = *cs.last().unwrap_or(&1.0);
+                let u = rng.next_f64() * total;
+                let k = cs.partition_point(|&c| c <= u).min(js.len() - 1);
+                cur = js[k];
+                step += 1;
+                if first[cur] == u64::MAX {
+                    first[cur] = step;
+                    if is_target[cur] {
+                        remaining -= 1;
+                    }
+                }
+            }
+            for j in 0..n {
+                if first[j] == u64::MAX {
+                    sum[j] += max_steps;
+                    censored[j] += 1;
+                } else {
+                    sum[j] += first[j];
                 }
             }
         }
-        for j in 0..n {
-            if first[j] == u64::MAX {
-                sum[j] += max_steps as f64;
-                censored[j] += 1;
-            } else {
-                sum[j] += first[j] as f64;
-            }
-        }
-    }
+        (sum, censored)
+    };
+    let chunk = walks.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
+    let ranges: Vec<std::ops::Range<usize>> = (0..walks)
+        .step_by(chunk)
+        .map(|s| s..(s + chunk).min(walks))
+        .collect();
+    let (sum, censored) = ranges
+        .into_par_iter()
+        .map(run_walks)
+        .reduce(
+            || (vec![0u64; n], vec![0usize; n]),
+            |(mut s1, mut c1), (s2, c2)| {
+                s1.iter_mut().zip(&s2).for_each(|(a, b)| *a += b);
+                c1.iter_mut().zip(&c2).for_each(|(a, b)| *a += b);
+                (s1, c1)
+            },
+        );
     Ok(McEstimate {
-        times: sum.into_iter().map(|s| s / walks as f64).collect(),
+        times: sum.into_iter().map(|s| s as f64 / walks as f64).collect(),
         censored,
     })
 }
@@ -954,6 +1015,44 @@ mod tests {
             locations: vec![],
         };
         assert!(reducible.validate().is_err());
+    }
+
+    /// ~1000 states (400 groups, 600 locations, functions of 6 blocks plus a
+    /// DCFG-like ring): exact all-targets solve agrees with single-target
+    /// solves. Ignored by default (slow in debug); run with
+    /// `cargo test --release -- --ignored`.
+    #[test]
+    #[ignore]
+    fn def29_thousand_states_fundamental_matches_single_solves() {
+        let mut v = Vec::new();
+        for id in 0..600u32 {
+            v.push((id, -(((id * 7919) % 400) as f64)));
+        }
+        let rk = Ranking::new(v).unwrap();
+        assert_eq!(rk.n_groups(), 400);
+        let mut j = Jumps::same_group((0..600u32).map(|id| (id, id / 6)));
+        for id in 0..600u32 {
+            j.add_undirected(id, (id + 1) % 600, 1.0).unwrap();
+        }
+        let chain: Chain<f64> = def29_chain(&rk, &j, 0.5).unwrap();
+        assert_eq!(chain.n_states(), 1000);
+        let t = hitting_times_exact(&chain, 0, ExactMethod::Fundamental).unwrap();
+        for &(_, s) in chain.locations.iter().step_by(150) {
+            let single = hitting_time_exact_single(&chain, 0, s).unwrap();
+            assert!((t[s] - single).abs() <= 1e-9 * single, "{} vs {single}", t[s]);
+        }
+        let rep = ht_rank_def29(&rk, &j, &[5], &HtRankConfig::default()).unwrap();
+        assert_eq!(rep.engine, HtEngine::Exact);
+    }
+
+    #[test]
+    fn single_target_solve_matches_oracle() {
+        let (rk, j) = fig1_with_jumps();
+        let chain: Chain<Rational> = def29_chain(&rk, &j, 0.5).unwrap();
+        let s = chain.locations.iter().find(|e| e.0 == 5).unwrap().1;
+        assert_eq!(hitting_time_exact_single(&chain, 0, s).unwrap(), r(50266, 2055));
+        assert_eq!(hitting_time_exact_single(&chain, 0, 0).unwrap(), Rational::zero());
+        assert!(hitting_time_exact_single(&chain, 0, 99).is_err());
     }
 
     #[test]

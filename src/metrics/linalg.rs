@@ -15,6 +15,8 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 /// Field element usable by the dense solver.
 pub trait Scalar:
     Copy
+    + Send
+    + Sync
     + fmt::Debug
     + PartialEq
     + Add<Output = Self>
