@@ -1003,12 +1003,21 @@ mod tests {
         let inp = CpInput {
             n_blocks: nb as usize + 1,
             edges,
-            tests: vec![prof(false, &all), prof(true, &pass), prof(true, &pass2), prof(false, &pass)],
+            tests: vec![
+                prof(false, &all),
+                prof(true, &pass),
+                prof(true, &pass2),
+                prof(false, &pass),
+            ],
             config: CpConfig::default(),
         };
         let r = cp_scores(&inp).unwrap();
         assert_eq!(r.diagnostics.largest_component, nb as usize);
-        let scale = r.blocks.iter().filter_map(|b| b.score).fold(1.0f64, |a, s| a.max(s.abs()));
+        let scale = r
+            .blocks
+            .iter()
+            .filter_map(|b| b.score)
+            .fold(1.0f64, |a, s| a.max(s.abs()));
         assert!(max_residual(&inp, &r) <= 1e-9 * scale);
     }
 

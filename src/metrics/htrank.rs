@@ -584,22 +584,21 @@ pub fn hitting_times_monte_carlo(
         }
         (sum, censored)
     };
-    let chunk = walks.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
+    let chunk = walks
+        .div_ceil(rayon::current_num_threads().max(1) * 4)
+        .max(1);
     let ranges: Vec<std::ops::Range<usize>> = (0..walks)
         .step_by(chunk)
         .map(|s| s..(s + chunk).min(walks))
         .collect();
-    let (sum, censored) = ranges
-        .into_par_iter()
-        .map(run_walks)
-        .reduce(
-            || (vec![0u64; n], vec![0usize; n]),
-            |(mut s1, mut c1), (s2, c2)| {
-                s1.iter_mut().zip(&s2).for_each(|(a, b)| *a += b);
-                c1.iter_mut().zip(&c2).for_each(|(a, b)| *a += b);
-                (s1, c1)
-            },
-        );
+    let (sum, censored) = ranges.into_par_iter().map(run_walks).reduce(
+        || (vec![0u64; n], vec![0usize; n]),
+        |(mut s1, mut c1), (s2, c2)| {
+            s1.iter_mut().zip(&s2).for_each(|(a, b)| *a += b);
+            c1.iter_mut().zip(&c2).for_each(|(a, b)| *a += b);
+            (s1, c1)
+        },
+    );
     Ok(McEstimate {
         times: sum.into_iter().map(|s| s as f64 / walks as f64).collect(),
         censored,
@@ -728,12 +727,28 @@ pub fn ht_rank_def29(
         });
     }
     let chain: Chain<f64> = def29_chain(ranking, jumps, cfg.p_jump)?;
+    ht_rank_on_chain(&chain, faulty, cfg)
+}
+
+/// HT_Rank on any chain whose location states are listed in
+/// `chain.locations`, from start state 0: exact (fundamental matrix) up to
+/// `cfg.max_states_exact` states, Monte Carlo above.
+pub fn ht_rank_on_chain(
+    chain: &Chain<f64>,
+    faulty: &[u32],
+    cfg: &HtRankConfig,
+) -> Result<HtRankReport, MetricError> {
+    if !chain.locations.iter().any(|(id, _)| faulty.contains(id)) {
+        return Err(MetricError::NoFaultRanked);
+    }
+    let n_states = chain.n_states();
     let (times, engine) = if n_states <= cfg.max_states_exact {
-        let t = hitting_times_exact(&chain, 0, ExactMethod::Fundamental)?;
-        let loc: Vec<f64> = chain.locations.iter().map(|&(_, s)| t[s]).collect();
-        let (lo, hi) = loc
+        let t = hitting_times_exact(chain, 0, ExactMethod::Fundamental)?;
+        let (lo, hi) = chain
+            .locations
             .iter()
-            .fold((f64::INFINITY, 0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            .map(|&(_, s)| t[s])
+            .fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
         if lo.is_nan() || lo < 1.0 || !hi.is_finite() || hi / lo > cfg.max_time_ratio {
             return Err(MetricError::InvalidArgument(format!(
                 "ill-conditioned hitting times (min {lo}, max {hi}); use Monte Carlo (lower max_states_exact)"
@@ -743,7 +758,7 @@ pub fn ht_rank_def29(
     } else {
         let targets: Vec<usize> = chain.locations.iter().map(|e| e.1).collect();
         let est =
-            hitting_times_monte_carlo(&chain, 0, &targets, cfg.walks, cfg.max_steps, cfg.seed)?;
+            hitting_times_monte_carlo(chain, 0, &targets, cfg.walks, cfg.max_steps, cfg.seed)?;
         let censored = targets.iter().map(|&s| est.censored[s]).sum();
         (
             est.times,
@@ -769,6 +784,202 @@ pub fn ht_rank_def29(
         engine,
         n_states,
     })
+}
+
+/// A reported fragment (suspicious subgraph, SBBFL): score and locations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fragment {
+    pub score: f64,
+    /// Location ids (duplicates are ignored).
+    pub locations: Vec<u32>,
+}
+
+/// Def. 30: chain for a ranked list of fragments. States: groups `0..m`
+/// (fragments with equal score within `tie_rel_tol`), then one state per
+/// fragment, then one per distinct location that occurs in some fragment
+/// (`chain.locations`). Transitions (`H` = number of fragments):
+/// `l -> h ∋ l` `1/c(l)`; `h -> l ∈ V_h` `1/(2|V_h|)`; `h ->` its group `1/2`;
+/// group walk as Def. 28 with `|H|` for `|L|`; `g_k -> h ∈ g_k` `1/(2|g_k|)`.
+///
+/// With `p_jump > 0` a location that has J-neighbours among the location
+/// states goes to each containing fragment with `(1 − p_jump)/c(l)` and to
+/// neighbours with `p_jump · J/ΣJ` (the authors' code's extension, without
+/// its sub-stochastic extra states); otherwise `1/c(l)` per fragment.
+pub fn def30_chain<T: Scalar>(
+    fragments: &[Fragment],
+    jumps: &Jumps,
+    p_jump: f64,
+    tie_rel_tol: f64,
+) -> Result<Chain<T>, MetricError> {
+    if !(0.0..1.0).contains(&p_jump) {
+        return Err(MetricError::InvalidArgument(format!(
+            "p_jump must be in [0, 1), got {p_jump}"
+        )));
+    }
+    if fragments.is_empty() {
+        return Err(MetricError::InvalidArgument("no fragments".into()));
+    }
+    let frank = Ranking::with_tolerance(
+        fragments
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i as u32, f.score))
+            .collect(),
+        tie_rel_tol,
+    )?;
+    let m = frank.n_groups();
+    let h_count = fragments.len();
+    // Fragment states in rank order.
+    let mut frag_state = vec![0usize; h_count];
+    let mut frag_group = vec![0usize; h_count];
+    let mut next = m;
+    for (g, group) in frank.groups().enumerate() {
+        for &(fi, _) in group {
+            frag_state[fi as usize] = next;
+            frag_group[fi as usize] = g;
+            next += 1;
+        }
+    }
+    // Distinct locations, numbered in rank order of first appearance.
+    let mut loc_state: HashMap<u32, usize> = HashMap::new();
+    let mut locations = Vec::new();
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); h_count];
+    let mut containing: HashMap<u32, Vec<usize>> = HashMap::new();
+    for &(fi, _) in frank.entries() {
+        let fi = fi as usize;
+        for &l in &fragments[fi].locations {
+            if members[fi].contains(&l) {
+                continue;
+            }
+            members[fi].push(l);
+            containing.entry(l).or_default().push(fi);
+            if let std::collections::hash_map::Entry::Vacant(e) = loc_state.entry(l) {
+                let s = next + locations.len();
+                e.insert(s);
+                locations.push((l, s));
+            }
+        }
+        if members[fi].is_empty() {
+            return Err(MetricError::InvalidArgument(format!(
+                "fragment {fi} has no locations"
+            )));
+        }
+    }
+    let n = next + locations.len();
+    let mut rows: Vec<Vec<(usize, T)>> = vec![Vec::new(); n];
+    let push = |rows: &mut Vec<Vec<(usize, T)>>, i: usize, j: usize, p: T| {
+        if p.is_zero() {
+            return;
+        }
+        if let Some(e) = rows[i].iter_mut().find(|e| e.0 == j) {
+            e.1 = e.1 + p;
+        } else {
+            rows[i].push((j, p));
+        }
+    };
+    let two_h = T::from_usize(2 * h_count);
+    let up = T::from_usize(h_count - 1) / two_h;
+    let down = T::one() / two_h;
+    for k in 0..m {
+        push(&mut rows, k, if k == 0 { 0 } else { k - 1 }, up);
+        push(&mut rows, k, if k + 1 == m { k } else { k + 1 }, down);
+    }
+    let half = T::one() / T::from_usize(2);
+    for (g, group) in frank.groups().enumerate() {
+        let p = T::one() / T::from_usize(2 * group.len());
+        for &(fi, _) in group {
+            push(&mut rows, g, frag_state[fi as usize], p);
+        }
+    }
+    for fi in 0..h_count {
+        let hs = frag_state[fi];
+        push(&mut rows, hs, frag_group[fi], half);
+        let p = T::one() / T::from_usize(2 * members[fi].len());
+        for l in &members[fi] {
+            push(&mut rows, hs, loc_state[l], p);
+        }
+    }
+    let pj = T::from_f64(p_jump);
+    for &(l, s) in &locations {
+        let hs = &containing[&l];
+        let c = T::from_usize(hs.len());
+        let nbrs: Vec<(usize, f64)> = if p_jump > 0.0 {
+            jumps
+                .neighbors(l)
+                .iter()
+                .filter_map(|&(b, w)| loc_state.get(&b).map(|&t| (t, w)))
+                .filter(|&(t, _)| t != s)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let stay = if nbrs.is_empty() {
+            T::one()
+        } else {
+            T::one() - pj
+        };
+        for &fi in hs {
+            push(&mut rows, s, frag_state[fi], stay / c);
+        }
+        if !nbrs.is_empty() {
+            let total = nbrs.iter().fold(T::zero(), |acc, e| acc + T::from_f64(e.1));
+            for (t, w) in nbrs {
+                push(&mut rows, s, t, pj * T::from_f64(w) / total);
+            }
+        }
+    }
+    let chain = Chain {
+        rows,
+        n_groups: m,
+        locations,
+    };
+    if chain.rows.iter().flatten().any(|e| !e.1.is_valid()) {
+        return Err(MetricError::InvalidArgument(
+            "chain probabilities are not representable (overflow)".into(),
+        ));
+    }
+    Ok(chain)
+}
+
+/// HT_Rank of a fragment report (Def. 30, optionally with jumps). A faulty
+/// location in no fragment is unlocalized ([`MetricError::NoFaultRanked`]).
+pub fn ht_rank_def30(
+    fragments: &[Fragment],
+    jumps: &Jumps,
+    faulty: &[u32],
+    cfg: &HtRankConfig,
+) -> Result<HtRankReport, MetricError> {
+    let chain: Chain<f64> = def30_chain(fragments, jumps, cfg.p_jump, cfg.tie_rel_tol)?;
+    ht_rank_on_chain(&chain, faulty, cfg)
+}
+
+/// Standard (Def. 17) and Steinmann (Def. 18) rank scores of a fragment
+/// report, counted in fragments: a fragment is "faulty" if it contains a
+/// faulty location. Returns `(standard, steinmann)`; one top fragment that
+/// contains the fault scores `(0.5, 1)`.
+pub fn fragment_rank_scores(
+    fragments: &[Fragment],
+    faulty: &[u32],
+    tie_rel_tol: f64,
+) -> Result<(f64, f64), MetricError> {
+    let frank = Ranking::with_tolerance(
+        fragments
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i as u32, f.score))
+            .collect(),
+        tie_rel_tol,
+    )?;
+    let bad: Vec<u32> = fragments
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.locations.iter().any(|l| faulty.contains(l)))
+        .map(|(i, _)| i as u32)
+        .collect();
+    Ok((
+        frank.standard_rank_score(&bad)?,
+        frank.steinmann_rank_score(&bad)?,
+    ))
 }
 
 #[cfg(test)]
@@ -1039,7 +1250,11 @@ mod tests {
         let t = hitting_times_exact(&chain, 0, ExactMethod::Fundamental).unwrap();
         for &(_, s) in chain.locations.iter().step_by(150) {
             let single = hitting_time_exact_single(&chain, 0, s).unwrap();
-            assert!((t[s] - single).abs() <= 1e-9 * single, "{} vs {single}", t[s]);
+            assert!(
+                (t[s] - single).abs() <= 1e-9 * single,
+                "{} vs {single}",
+                t[s]
+            );
         }
         let rep = ht_rank_def29(&rk, &j, &[5], &HtRankConfig::default()).unwrap();
         assert_eq!(rep.engine, HtEngine::Exact);
@@ -1050,9 +1265,99 @@ mod tests {
         let (rk, j) = fig1_with_jumps();
         let chain: Chain<Rational> = def29_chain(&rk, &j, 0.5).unwrap();
         let s = chain.locations.iter().find(|e| e.0 == 5).unwrap().1;
-        assert_eq!(hitting_time_exact_single(&chain, 0, s).unwrap(), r(50266, 2055));
-        assert_eq!(hitting_time_exact_single(&chain, 0, 0).unwrap(), Rational::zero());
+        assert_eq!(
+            hitting_time_exact_single(&chain, 0, s).unwrap(),
+            r(50266, 2055)
+        );
+        assert_eq!(
+            hitting_time_exact_single(&chain, 0, 0).unwrap(),
+            Rational::zero()
+        );
         assert!(hitting_time_exact_single(&chain, 0, 99).is_err());
+    }
+
+    fn def30_example() -> Vec<Fragment> {
+        // a=0, b=1, c=2, d=3; h1={a,b} 0.9, h2={b,c} 0.9, h3={c,d} 0.5.
+        vec![
+            Fragment {
+                score: 0.9,
+                locations: vec![0, 1],
+            },
+            Fragment {
+                score: 0.9,
+                locations: vec![1, 2],
+            },
+            Fragment {
+                score: 0.5,
+                locations: vec![2, 3],
+            },
+        ]
+    }
+
+    #[test]
+    fn def30_exact_rational_oracles() {
+        let chain: Chain<Rational> =
+            def30_chain(&def30_example(), &Jumps::new(), 0.0, 0.0).unwrap();
+        assert_eq!(chain.n_states(), 2 + 3 + 4);
+        let t = hitting_times_exact(&chain, 0, ExactMethod::Fundamental).unwrap();
+        let want = [
+            (1, r(769, 44)),
+            (2, r(211, 11)),
+            (0, r(421, 11)),
+            (3, r(1007, 22)),
+        ];
+        for (id, w) in want {
+            let s = chain.locations.iter().find(|e| e.0 == id).unwrap().1;
+            assert_eq!(t[s], w, "location {id}");
+        }
+        let cfg = HtRankConfig {
+            p_jump: 0.0,
+            ..HtRankConfig::default()
+        };
+        for (id, ht) in [(1, 0.5), (2, 1.5), (0, 2.5), (3, 3.5)] {
+            let rep = ht_rank_def30(&def30_example(), &Jumps::new(), &[id], &cfg).unwrap();
+            assert_eq!(rep.ht_rank, ht, "location {id}");
+        }
+        assert_eq!(
+            ht_rank_def30(&def30_example(), &Jumps::new(), &[9], &cfg).unwrap_err(),
+            MetricError::NoFaultRanked
+        );
+        // With jumps the chain stays stochastic and irreducible.
+        let mut j = Jumps::new();
+        j.add_undirected(0, 3, 1.0).unwrap();
+        let chain: Chain<Rational> = def30_chain(&def30_example(), &j, 0.5, 0.0).unwrap();
+        chain.validate().unwrap();
+        let bad = vec![Fragment {
+            score: 1.0,
+            locations: vec![],
+        }];
+        assert!(def30_chain::<f64>(&bad, &Jumps::new(), 0.0, 0.0).is_err());
+    }
+
+    #[test]
+    fn fragment_scores_narrative() {
+        // One top fragment of 10 blocks containing the fault: SBBFL "rank 1"
+        // (Steinmann over fragments); the same 10 blocks tied at the top of a
+        // block list give a Standard score of 5.
+        let frags = vec![
+            Fragment {
+                score: 0.9,
+                locations: (0..10).collect(),
+            },
+            Fragment {
+                score: 0.4,
+                locations: vec![10, 11],
+            },
+        ];
+        assert_eq!(fragment_rank_scores(&frags, &[3], 0.0).unwrap(), (0.5, 1.0));
+        let blocks = Ranking::new(
+            (0..10)
+                .map(|i| (i, 0.9))
+                .chain([(10, 0.4), (11, 0.4)])
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(blocks.standard_rank_score(&[3]).unwrap(), 5.0);
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! Standard and Steinmann rank scores, and HT_Rank (seed 002).
 //!
 //! * [`ranking`]: [`Ranking`], [`Position`], [`TopK`], [`TieMode`].
-//! * [`htrank`]: Markov-chain HT_Rank (Defs. 28/29), exact and Monte Carlo.
+//! * [`htrank`]: Markov-chain HT_Rank (Defs. 28/29/30), exact and Monte Carlo.
+//! * [`aggregate`]: summaries, % located at an effort budget, %Δ, truncation.
 //! * [`linalg`]: small dense LU over `f64` and exact [`linalg::Rational`].
 
+pub mod aggregate;
 pub mod htrank;
 pub mod linalg;
 pub mod ranking;
