@@ -888,6 +888,42 @@ mod tests {
         );
     }
 
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Appendix B: ordering edges by θΔ (eq. 2) or by Prob (eq. 3) gives
+            /// the same order; the solution satisfies every equation.
+            #[test]
+            fn delta_and_prob_order_agree(
+                cov in proptest::collection::vec(proptest::collection::vec(any::<bool>(), 6), 2..12),
+                verdicts in proptest::collection::vec(any::<bool>(), 12),
+            ) {
+                let mut inp = schedule_v2();
+                inp.tests = cov.iter().enumerate().map(|(i, c)| EdgeProfile {
+                    passed: verdicts[i] && i != 0, // test 0 always fails
+                    covered: (0..6u32).filter(|&e| c[e as usize]).collect(),
+                }).collect();
+                let r = match cp_scores(&inp) {
+                    Ok(r) => r,
+                    Err(CpError::Singular { .. }) => return Ok(()),
+                    Err(e) => return Err(TestCaseError::fail(e.to_string())),
+                };
+                let kept: Vec<&CpEdgeStats> = r.edges.iter().filter(|e| e.delta.is_some()).collect();
+                for a in &kept {
+                    for b in &kept {
+                        let (da, db) = (a.delta.unwrap(), b.delta.unwrap());
+                        let (pa, pb) = (a.prob.unwrap(), b.prob.unwrap());
+                        if da < db - 1e-12 { prop_assert!(pa < pb + 1e-12); }
+                        if (da - db).abs() <= 1e-12 { prop_assert!((pa - pb).abs() <= 1e-12); }
+                    }
+                }
+                prop_assert!(max_residual(&inp, &r) <= 1e-9 * r.blocks.iter().filter_map(|b| b.score).fold(1.0f64, |a, s| a.max(s.abs())));
+            }
+        }
+    }
+
     #[test]
     fn bad_inputs_are_errors() {
         let mut inp = schedule_v2();

@@ -87,6 +87,12 @@ pub fn percent_error(estimate: f64, exact: f64) -> f64 {
     (estimate - exact).abs() / exact * 100.0
 }
 
+/// HT_Rank estimation equivalence rule (spec §3): two scores are equivalent
+/// if they differ by at most `rel` (e.g. 0.05) relative to the larger one.
+pub fn equivalent_within(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs())
+}
+
 /// Truncate to two decimals as the CP paper prints percentages
 /// (e.g. `100·10/21 = 47.619…` → `47.61`). A tiny relative slack absorbs
 /// binary rounding (`100·0.29 = 28.999…` → `29.00`).
@@ -141,5 +147,8 @@ mod tests {
         assert!((percent_delta(4.9, 9.1) - (-47.0)).abs() <= 1.0);
         assert!((percent_delta(2.0, 4.6) - (-56.0)).abs() <= 1.0);
         assert!((percent_error(103.7, 100.0) - 3.7).abs() < 1e-9);
+        // Ochiai/compiler HT: 3137.2 vs 2988.8 (-5%) counts as equivalent.
+        assert!(equivalent_within(3137.2, 2988.8, 0.05));
+        assert!(!equivalent_within(9.1, 4.9, 0.05));
     }
 }

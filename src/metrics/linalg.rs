@@ -393,6 +393,44 @@ impl<T: Scalar> Lu<T> {
         self.lu.n
     }
 
+    /// Diagonal entry `(A⁻¹)_jj` without forming the inverse: forward
+    /// substitution of the permuted unit vector starts at its non-zero and the
+    /// back substitution stops at row `j` (about a third of a full solve).
+    pub fn inverse_diagonal_entry(&self, j: usize) -> Result<T, LinalgError> {
+        let n = self.lu.n;
+        if j >= n {
+            return Err(LinalgError::Dimension(format!("index {j} >= order {n}")));
+        }
+        // (P e_j)_i = e_j[perm[i]] -> 1 at the position k with perm[k] = j.
+        let k = self.perm.iter().position(|&p| p == j).unwrap_or(j);
+        let mut y = vec![T::zero(); n];
+        y[k] = T::one();
+        for i in (k + 1)..n {
+            let mut s = T::zero();
+            for (c, yc) in y.iter().enumerate().take(i).skip(k) {
+                let l = self.lu.get(i, c);
+                if !l.is_zero() && !yc.is_zero() {
+                    s = s - l * *yc;
+                }
+            }
+            y[i] = s;
+        }
+        for i in (j..n).rev() {
+            let mut s = y[i];
+            for (c, yc) in y.iter().enumerate().skip(i + 1) {
+                let u = self.lu.get(i, c);
+                if !u.is_zero() {
+                    s = s - u * *yc;
+                }
+            }
+            y[i] = s / self.lu.get(i, i);
+        }
+        if !y[j].is_valid() {
+            return Err(LinalgError::Overflow);
+        }
+        Ok(y[j])
+    }
+
     /// Solve `A x = b`.
     pub fn solve(&self, b: &[T]) -> Result<Vec<T>, LinalgError> {
         let n = self.lu.n;
@@ -534,6 +572,10 @@ mod tests {
         // Bᵀ = [[0,2],[1,3]]; Bᵀ x = [4, 5] -> x = [-1, 2].
         let x = lu.solve_transpose(&[4.0, 5.0]).unwrap();
         assert!((x[0] + 1.0).abs() < 1e-15 && (x[1] - 2.0).abs() < 1e-15);
+        // B⁻¹ = [[-3/2, 1/2], [1, 0]].
+        assert!((lu.inverse_diagonal_entry(0).unwrap() + 1.5).abs() < 1e-15);
+        assert!(lu.inverse_diagonal_entry(1).unwrap().abs() < 1e-15);
+        assert!(lu.inverse_diagonal_entry(2).is_err());
         let x = lu.solve(&[1.0, 3.0]).unwrap(); // B x = [1,3] -> x = [0, 1]
         assert!(x[0].abs() < 1e-15 && (x[1] - 1.0).abs() < 1e-15);
     }

@@ -137,6 +137,18 @@ impl Ranking {
         })
     }
 
+    /// Ranking of a dense score vector: element id = index (e.g. the output of
+    /// `baselines::sbfl::sbfl_scores`).
+    pub fn from_dense(scores: &[f64]) -> Result<Self, MetricError> {
+        Self::new(
+            scores
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| (i as u32, s))
+                .collect(),
+        )
+    }
+
     /// Number of ranked elements.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -379,6 +391,43 @@ mod tests {
         assert_eq!(r.exam(&[4], 10, TieMode::Best).unwrap(), 0.4);
         assert!(r.exam(&[4], 0, TieMode::Best).is_err());
         assert!(r.exam(&[8], 5, TieMode::Worst).is_err());
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// best <= Steinmann (= average) <= worst, Standard within the group,
+            /// expected top-k monotone and consistent with best/worst.
+            #[test]
+            fn position_invariants(
+                scores in proptest::collection::vec(0u8..6, 1..40),
+                faulty in proptest::collection::vec(0u32..40, 1..4),
+            ) {
+                let r = Ranking::from_dense(&scores.iter().map(|&s| s as f64).collect::<Vec<_>>()).unwrap();
+                if let Some(p) = r.position(&faulty) {
+                    prop_assert!(p.best <= p.average && p.average <= p.worst);
+                    let std = r.standard_rank_score(&faulty).unwrap();
+                    prop_assert!(std >= p.best - 0.5 && std <= p.worst);
+                    let mut last = 0.0;
+                    for k in 0..=r.len() {
+                        let t = r.top_k(&faulty, k).unwrap();
+                        prop_assert!(t.expected >= last - 1e-12);
+                        prop_assert_eq!(t.pessimistic, k as f64 >= p.worst);
+                        prop_assert_eq!(t.optimistic, k as f64 >= p.best);
+                        if t.pessimistic { prop_assert!((t.expected - 1.0).abs() < 1e-12); }
+                        if !t.optimistic { prop_assert_eq!(t.expected, 0.0); }
+                        last = t.expected;
+                    }
+                    // Expected position from the top-k curve: E[pos] = Σ_k P(pos > k).
+                    let e: f64 = (0..r.len()).map(|k| 1.0 - r.top_k(&faulty, k).unwrap().expected).sum();
+                    prop_assert!((e - p.average).abs() < 1e-9, "{} vs {}", e, p.average);
+                } else {
+                    prop_assert!(faulty.iter().all(|&f| f as usize >= scores.len()));
+                }
+            }
+        }
     }
 
     #[test]
