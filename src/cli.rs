@@ -43,6 +43,10 @@ pub enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Rank lines with a baseline technique (SBFL formulas, CP) on the same dump.
+    Baseline(crate::eval::BaselineArgs),
+    /// Run PROSECUTOR, its ablations and every baseline on the cases of a manifest.
+    Eval(crate::eval::EvalArgs),
     /// Benchmarks (results go to docs/performance.md).
     Bench {
         #[command(subcommand)]
@@ -226,6 +230,8 @@ pub fn try_main() -> Result<i32, Error> {
             serde_json::to_writer_pretty(&mut out, &plan).map_err(|e| Error::Output(e.into()))?;
             writeln!(out).map_err(Error::Output)?;
         }
+        Command::Baseline(a) => return crate::eval::run_baseline(&a, &mut out),
+        Command::Eval(a) => return crate::eval::run_eval(&a, &mut out),
         Command::Bench { what } => match what {
             BenchWhat::Derive { steps, runs, seed, rules } => {
                 let rules = Rules::load(rules.as_deref())?;

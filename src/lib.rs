@@ -20,3 +20,4 @@ pub mod compress;
 pub mod progress;
 pub mod localize;
 pub mod report;
+pub mod eval;
