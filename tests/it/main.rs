@@ -4,4 +4,5 @@ mod bad_input;
 mod common;
 mod differential;
 mod epg_fixtures;
+mod localize;
 mod rules_cli;
