@@ -227,6 +227,7 @@ def pytest_runtest_makereport(item, call):
                 step = min(rec.nsteps, st.step_cap) - 1
             t["failure_step"] = step
     if rec is not None:
+        st.tracer.infer_branches(rec, t.get("failure_step"))
         rec.origins = {}
         t["truncated"] = rec.truncated
         t["steps"] = min(rec.nsteps, st.step_cap)

@@ -31,8 +31,8 @@ class TestTimeout(BaseException):
 
 
 class FrameRec:
-    __slots__ = ("fid", "method", "pyframe", "call_step", "last_step", "node", "off", "pending",
-                 "posmap", "binds", "trace")
+    __slots__ = ("fid", "method", "pyframe", "call_step", "last_step", "node", "prev", "off",
+                 "pending", "posmap", "binds")
 
     def __init__(self, method, pyframe, call_step, posmap):
         self.fid = None
@@ -41,6 +41,7 @@ class FrameRec:
         self.call_step = call_step
         self.last_step = None
         self.node = None
+        self.prev = None
         self.off = -1
         self.pending = False
         self.posmap = posmap
@@ -173,8 +174,6 @@ class Tracer:
         self.stack = []
         self.byframe = {}
         self.cur = None
-        if rec is not None:
-            self._infer_branches(rec)
         return rec
 
     # ------------------------------------------------------------ lookup
@@ -312,6 +311,7 @@ class Tracer:
         if prev is not None:
             cur.edges.add((prev, nid))
         cur.occ[nid] = cur.occ.get(nid, 0) + 1
+        rec.prev = prev
         rec.node = nid
         n = rec.method.facts.nodes[nid]
         rec.pending = n.kind == "branch"
@@ -342,8 +342,12 @@ class Tracer:
         if rec is None or cur is None or not self.active:
             return outcome
         try:
+            n = rec.method.facts.nodes[nid]
             if not (rec.node == nid and rec.pending):
-                self.step(rec, nid)
+                if rec.node is not None and rec.node == n.stmt and rec.node != nid:
+                    self._relabel(rec, nid)
+                else:
+                    self.step(rec, nid)
             occurrence = cur.occ.get(nid, 0)
             if self.flip is not None and self.flip[0] == nid and self.flip[1] == occurrence:
                 outcome = not outcome
@@ -352,7 +356,6 @@ class Tracer:
             if rec.last_step is not None and rec.node == nid:
                 cur.branch[rec.last_step] = 1 if outcome else 0
             rec.pending = False
-            n = rec.method.facts.nodes[nid]
             succ = n.tsucc if outcome else n.fsucc
             if succ and len(succ) == 1:
                 (s,) = succ
@@ -362,6 +365,24 @@ class Tracer:
         except Exception as e:
             self.errors.append(f"branch: {type(e).__name__}: {e}")
         return outcome
+
+    def _relabel(self, rec, nid):
+        """The first pseudo-statement evaluated inside a statement whose step has just begun
+        (e.g. the test of `a if c else b` after `f(x)` in `g(f(x), a if c else b)`): the step
+        becomes the pseudo-statement's, as in the CFG (operands before the statement)."""
+        cur = self.cur
+        old = rec.node
+        cur.occ[old] = cur.occ.get(old, 1) - 1
+        cur.occ[nid] = cur.occ.get(nid, 0) + 1
+        cur.coverage.add(nid)
+        if rec.prev is not None:
+            cur.edges.add((rec.prev, nid))
+        if rec.last_step is not None:
+            if cur.record_steps:
+                cur.steps_node[rec.last_step] = nid
+            cur.branch.pop(rec.last_step, None)
+        rec.node = nid
+        rec.pending = True
 
     def iter_exhausted_flip(self, nid):
         """A requested flip of an exhausted `for` header cannot be honoured."""
@@ -430,9 +451,11 @@ class Tracer:
         return best
 
     # ------------------------------------------------------------ inference
-    def _infer_branches(self, rec):
+    def infer_branches(self, rec, failure_step=None):
         """Branch steps without a wrapper-reported outcome: inferred from the next step of the
-        same frame (in the true / false successors of the node), otherwise 0."""
+        same frame (in the true / false successors of the node).  A branch step that is the last
+        of its frame is 1 (an assert that held, a loop left by return) unless it is the failure
+        point (0: the assertion failed or the condition raised)."""
         if not rec.record_steps:
             return
         nexts = {}
@@ -449,8 +472,9 @@ class Tracer:
             if n is None or n.kind != "branch":
                 continue
             k = nexts.get(i)
-            out = 0
+            out = 0 if i == failure_step else 1
             if k is not None:
+                out = 0
                 nxt = rec.steps_node[k]
                 if n.tsucc and nxt in n.tsucc:
                     out = 1
