@@ -52,6 +52,7 @@ class State:
         self.timeout = _env_float("PROSECUTOR_TEST_TIMEOUT", 10.0)
         self.max_passing = _env_int("PROSECUTOR_MAX_PASSING", 20)
         self.step_cap = _env_int("PROSECUTOR_STEP_CAP", 2_000_000)
+        self.trace_all = os.environ.get("PROSECUTOR_TRACE_ALL", "") not in ("", "0")
         self.reg = Registry(self.src, self.cwd)
         flip = None
         if mode == "flip":
@@ -340,10 +341,11 @@ def _select(st):
         if t["outcome"] != "pass" or not t.get("rec"):
             continue
         common = len(fail_methods & set(t.get("methods", ())))
-        if common > 0:
+        if common > 0 or st.trace_all:
             scored.append((-common, t.get("steps", 0), i, t))
     scored.sort(key=lambda x: x[:3])
-    chosen = {id(x[3]) for x in scored[: max(st.max_passing, 0)]}
+    keep = len(scored) if st.trace_all else max(st.max_passing, 0)
+    chosen = {id(x[3]) for x in scored[:keep]}
     return {id(t) for t in failing} | chosen
 
 
