@@ -29,7 +29,7 @@ import types
 PURE_BUILTINS = frozenset(
     """abs all any ascii bin bool callable chr complex divmod enumerate filter float format
     frozenset getattr hasattr hash hex id int isinstance issubclass iter len list map max min
-    next oct ord pow print range repr reversed round set sorted str sum tuple type zip dict""".split()
+    next oct open ord pow print range repr reversed round set sorted str sum tuple type zip dict""".split()
 )
 
 OPAQUE_CODE_NAMES = frozenset({"<lambda>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
@@ -540,6 +540,7 @@ class Analyzer:
             ns = expr_names(s.test)
             n.uses |= ns.uses
             n.defs |= ns.defs
+            self.call_facts(m, n, s, [s.test])
             t = self.block(m, s.body, follow, ctx)
             f = self.block(m, s.orelse, follow, ctx) if s.orelse else follow
             entry = self.cond(m, s.test, t, f, n.id, n.id, "and")
@@ -551,6 +552,7 @@ class Analyzer:
             ns = expr_names(s.test)
             n.uses |= ns.uses
             n.defs |= ns.defs
+            self.call_facts(m, n, s, [s.test])
             head = Label()
             f = self.block(m, s.orelse, follow, ctx) if s.orelse else follow
             t = self.block(m, s.body, head, ctx.loop(head, follow))
@@ -566,6 +568,7 @@ class Analyzer:
             ns = expr_names(s.iter)
             n.uses |= ns.uses
             n.defs |= ns.defs
+            self.call_facts(m, n, s, [s.iter])
             head = Label(n.id)
             self.f._loop_labels.append(head)
             f = self.block(m, s.orelse, follow, ctx) if s.orelse else follow
@@ -592,6 +595,7 @@ class Analyzer:
                 if item.optional_vars is not None:
                     target_facts(item.optional_vars, n.defs, n.uses)
                     x.uses |= {v for v in n.defs}
+            self.call_facts(m, n, s, [item.context_expr for item in s.items])
             self.edge(x.id, follow)
             self.exc_edges([x.id], ctx)
             body = self.block(m, s.body, x.id, ctx.with_handler(x.id))
@@ -638,6 +642,7 @@ class Analyzer:
             ns = expr_names(s.subject)
             n.uses |= ns.uses
             n.defs |= ns.defs
+            self.call_facts(m, n, s, [s.subject])
             nxt = follow
             for case in reversed(s.cases):
                 p = case.pattern
@@ -681,6 +686,7 @@ class Analyzer:
                 ns = expr_names(e)
                 n.uses |= ns.uses
                 n.defs |= ns.defs
+            self.call_facts(m, n, s, [s.exc, s.cause])
             self.exc_edges([n.id], ctx)
             return n.id
         if isinstance(s, (ast.Break, ast.Continue)):
@@ -697,6 +703,7 @@ class Analyzer:
             n.defs |= ns.defs
             if s.msg is not None:
                 n.uses |= expr_names(s.msg).uses
+            self.call_facts(m, n, s, [s.test, s.msg])
             entry = self.cond(m, s.test, follow, None, n.id, n.id, "and")
             self.exc_edges(self.own_nodes(m, k0, n.id), ctx)
             return entry
@@ -760,14 +767,18 @@ class Analyzer:
         """The nodes of the statement just built (itself and its pseudo-statements)."""
         return [x for x in m.nodes[k0:] if self.f.nodes[x].stmt == nid]
 
-    def call_facts(self, m, n, s):
-        c = main_call(s)
+    def call_facts(self, m, n, s, exprs=None):
+        c = main_call(s) if exprs is None else None
         if c is not None:
             d = call_descr(c)
             n.actuals = list(d[2])
             n.receiver = d[1]
         calls = []
-        for sub in ast.walk(s):
+        subs = []
+        for e in ([s] if exprs is None else exprs):
+            if e is not None:
+                subs.extend(ast.walk(e))
+        for sub in subs:
             if isinstance(sub, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not s:
                 continue
             if isinstance(sub, ast.Call):

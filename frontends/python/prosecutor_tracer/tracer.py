@@ -404,6 +404,8 @@ class Tracer:
         cands = [d for d in calls if d[0] == co.co_name]
         if not cands and co.co_name == "__init__":
             cands = [d for d in calls if d[0] and d[0][:1].isupper()]
+        if not cands and len(calls) == 1:
+            cands = calls  # e.g. `fn(*args, **kwargs)` in a decorator's wrapper
         best, bscore = None, -1
         for d in cands:
             name, recv, apos, star, akw, dstar = d
