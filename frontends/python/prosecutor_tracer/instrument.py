@@ -24,29 +24,23 @@ import sys
 from . import static_facts as sf
 
 _tracer = None  # the active Tracer (set by the plugin)
+_report = None
 
 
 def set_tracer(t):
-    global _tracer
+    global _tracer, _report
     _tracer = t
+    br, sc, _report = t.make_wrappers()
+    builtins.__prosecutor_br__ = br
+    builtins.__prosecutor_sc__ = sc
 
 
 def _br(nid, value):
-    b = bool(value)
-    t = _tracer
-    if t is None:
-        return b
-    return t.on_branch(nid, b, sys._getframe(1))
+    return bool(value)
 
 
 def _sc(nid, value):
-    b = bool(value)
-    t = _tracer
-    if t is None:
-        return value
-    r = t.on_branch(nid, b, sys._getframe(1))
-    # a flipped operand is replaced by a stand-in of the opposite truth value
-    return value if r == b else r
+    return value
 
 
 def _it(nid, iterable):
@@ -77,17 +71,14 @@ class _IterWrap:
         except StopIteration:
             self.done = True
             if t is not None:
-                frame = sys._getframe(1)
-                r = t.on_branch(self.nid, False, frame)
+                r = _report(self.nid, False, sys._getframe(1))
                 if r:
                     t.flipped = False
                     t.iter_exhausted_flip(self.nid)
             raise
-        if t is not None:
-            r = t.on_branch(self.nid, True, sys._getframe(1))
-            if not r:
-                self.done = True
-                raise StopIteration
+        if t is not None and not _report(self.nid, True, sys._getframe(1)):
+            self.done = True
+            raise StopIteration
         return item
 
 

@@ -430,11 +430,13 @@ def write_dump(st):
             trace_id = f"t{tcount}"
             for (fid, mid, cs) in frames:
                 w["frame"].row(trace_id, f"f{fid}", mid, "-" if cs is None else cs)
-            for i, (nid, fid) in enumerate(zip(steps_node, steps_frame)):
-                w["step"].row(trace_id, i, nid, f"f{fid}")
-            for i in sorted(branch):
-                if i < len(steps_node):
-                    w["branch"].row(trace_id, i, branch[i])
+            # ids are tab/newline-free by construction: write the big relations directly
+            fh = w["step"].fh
+            for lo in range(0, len(steps_node), 65536):
+                fh.write("".join([f"{trace_id}\t{i}\t{nid}\tf{fid}\n" for i, nid, fid in
+                                  zip(range(lo, lo + 65536), steps_node[lo:lo + 65536], steps_frame[lo:lo + 65536])]))
+            n = len(steps_node)
+            w["branch"].fh.write("".join([f"{trace_id}\t{i}\t{branch[i]}\n" for i in sorted(branch) if i < n]))
             for (cs, fid, formal, actual) in binds:
                 w["bind"].row(trace_id, cs, f"f{fid}", formal, actual)
         entries.append((t, trace_id))

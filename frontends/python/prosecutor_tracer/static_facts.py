@@ -290,6 +290,8 @@ class FileFacts:
     def __init__(self, path, rel, role, source):
         self.path = path
         self.rel = rel
+        # ids must not contain TAB / newline (docs/trace-format.md)
+        self.rel_id = rel.replace("\t", " ").replace("\n", " ").replace("\r", " ")
         self.role = role
         self.source = source
         self.methods = []
@@ -354,7 +356,7 @@ class Analyzer:
     def new_node(self, m, ast_node, kind, real, suffix=None, stmt=None, line=None, col=None, text=None):
         line = ast_node.lineno if line is None else line
         col = ast_node.col_offset if col is None else col
-        nid = f"{self.f.rel}:{line}:{col}"
+        nid = f"{self.f.rel_id}:{line}:{col}"
         if suffix:
             nid += ":" + suffix
         base, k = nid, 2
@@ -377,7 +379,7 @@ class Analyzer:
 
     # ------------------------------------------------------------ methods
     def new_method(self, qualname, firstlineno, ast_def):
-        mid = f"{self.f.rel}::{qualname}"
+        mid = f"{self.f.rel_id}::{qualname}"
         if mid in self.f._method_ids:
             mid = f"{mid}@{firstlineno}"
         self.f._method_ids.add(mid)

@@ -81,6 +81,8 @@ class Registry:
         self.files = {}           # real path -> FileFacts or None
         self.warnings = []
         self.node_index = {}
+        self.branch_ids = set()
+        self.eager = {}
         self._real = {}
 
     def real(self, path):
@@ -117,6 +119,12 @@ class Registry:
         self.files[rp] = facts
         if facts is not None:
             self.node_index.update(facts.nodes)
+            for nid, n in facts.nodes.items():
+                if n.kind == "branch":
+                    self.branch_ids.add(nid)
+                    # pseudo-statements followed by another node of the same statement
+                    if not n.real and n.wrapped:
+                        self.eager[nid] = n.stmt
 
     def facts_for(self, path):
         rp = self.real(path)
@@ -156,6 +164,7 @@ class Tracer:
         self.posmaps = {}
         self.thread = None
         self.errors = []
+        self._global = None
 
     # ------------------------------------------------------------ lifecycle
     def start(self, test_id, root_code, record_steps=True):
@@ -165,7 +174,9 @@ class Tracer:
         self.stack = []
         self.byframe = {}
         self.thread = threading.get_ident()
-        sys.settrace(self.global_trace)
+        if self._global is None:
+            self._global = self._make_global()
+        sys.settrace(self._global)
 
     def stop(self):
         sys.settrace(None)
@@ -209,9 +220,19 @@ class Tracer:
         return pm
 
     # ------------------------------------------------------------ trace functions
-    def global_trace(self, frame, event, arg):
-        if event != "call":
-            return None
+    def _make_global(self):
+        cache_get = self.code_cache.get
+        call = self._call
+
+        def global_trace(frame, event, arg):
+            # the global trace function only receives "call" events
+            if cache_get(frame.f_code, _MISSING) is None:
+                return None
+            return call(frame)
+
+        return global_trace
+
+    def _call(self, frame):
         try:
             co = frame.f_code
             m = self.method_of(co)
@@ -255,23 +276,47 @@ class Tracer:
     def _make_local(self, rec):
         multi = rec.method.multi_lines
         pm = rec.posmap
+        tracer = self
+        branch_ids = self.reg.branch_ids
+        cap = self.step_cap
+        slow_step = self.step
 
         def local(frame, event, arg):
             try:
-                if event == "line" or event == "opcode":
-                    if event == "opcode" and frame.f_lineno not in multi:
-                        return local
+                if event == "line" or (event == "opcode" and frame.f_lineno in multi):
                     off = frame.f_lasti
                     nid = pm.get(off)
                     if nid is None:
                         return local
                     if nid != rec.node or off < rec.off:
-                        self.step(rec, nid)
+                        cur = tracer.cur
+                        st = tracer.stack
+                        if (cur is not None and st and st[-1] is rec and rec.fid is not None
+                                and cur.nsteps < cap and cur.record_steps):
+                            prev = rec.node
+                            cur.coverage.add(nid)
+                            if prev is not None:
+                                cur.edges.add((prev, nid))
+                            if nid in branch_ids:
+                                occ = cur.occ
+                                occ[nid] = occ.get(nid, 0) + 1
+                                rec.pending = True
+                            else:
+                                rec.pending = False
+                            rec.prev = prev
+                            rec.node = nid
+                            idx = cur.nsteps
+                            cur.nsteps = idx + 1
+                            cur.steps_node.append(nid)
+                            cur.steps_frame.append(rec.fid)
+                            rec.last_step = idx
+                        else:
+                            slow_step(rec, nid)
                     rec.off = off
                 elif event == "return":
-                    self.pop(rec)
+                    tracer.pop(rec)
                 elif event == "exception":
-                    cur = self.cur
+                    cur = tracer.cur
                     if cur is not None:
                         exc = arg[1]
                         k = id(exc)
@@ -279,10 +324,61 @@ class Tracer:
                             st = rec.last_step if rec.last_step is not None else cur.nsteps - 1
                             cur.origins[k] = (st, exc)
             except Exception as e:
-                self.errors.append(f"tracer: {type(e).__name__}: {e}")
+                tracer.errors.append(f"tracer: {type(e).__name__}: {e}")
             return local
 
         return local
+
+    def make_wrappers(self):
+        """The condition wrappers called by instrumented code, with the common case inline
+        (every Python-level call costs a trace event)."""
+        tracer = self
+        getframe = sys._getframe
+        eager = self.reg.eager
+        slow = self.on_branch
+
+        def report(nid, b, frame):
+            if not tracer.active:
+                return b
+            rec = tracer.byframe.get(frame)
+            if rec is None:
+                return b
+            if rec.node == nid and rec.pending and nid not in eager:
+                cur = tracer.cur
+                flip = tracer.flip
+                if flip is None or flip[0] != nid or flip[1] != cur.occ.get(nid, 0):
+                    if rec.last_step is not None:
+                        cur.branch[rec.last_step] = 1 if b else 0
+                    rec.pending = False
+                    return b
+            return slow(nid, b, frame)
+
+        def br(nid, value):
+            b = True if value else False
+            if not tracer.active:
+                return b
+            rec = tracer.byframe.get(getframe(1))
+            if rec is None:
+                return b
+            if rec.node == nid and rec.pending and nid not in eager:
+                cur = tracer.cur
+                flip = tracer.flip
+                if flip is None or flip[0] != nid or flip[1] != cur.occ.get(nid, 0):
+                    if rec.last_step is not None:
+                        cur.branch[rec.last_step] = 1 if b else 0
+                    rec.pending = False
+                    return b
+            return slow(nid, b, getframe(1))
+
+        def sc(nid, value):
+            b = True if value else False
+            if not tracer.active:
+                return value
+            r = slow(nid, b, getframe(1))
+            # a flipped operand is replaced by a stand-in of the opposite truth value
+            return value if r == b else r
+
+        return br, sc, report
 
     def pop(self, rec):
         st = self.stack
@@ -310,11 +406,11 @@ class Tracer:
         cur.coverage.add(nid)
         if prev is not None:
             cur.edges.add((prev, nid))
-        cur.occ[nid] = cur.occ.get(nid, 0) + 1
+        if nid in self.reg.branch_ids:
+            cur.occ[nid] = cur.occ.get(nid, 0) + 1
         rec.prev = prev
         rec.node = nid
-        n = rec.method.facts.nodes[nid]
-        rec.pending = n.kind == "branch"
+        rec.pending = nid in self.reg.branch_ids
         if cur.nsteps >= self.step_cap:
             cur.truncated = True
             rec.last_step = None
