@@ -118,7 +118,9 @@ pub enum FrontendError {
     NoTests { status: String, detail: String },
     #[error("no failing test ({passing} passed): there is nothing to localize")]
     NoFailingTest { passing: usize },
-    #[error("the test command exited with status {status} before the tracer wrote the dump{detail}")]
+    #[error(
+        "the test command exited with status {status} before the tracer wrote the dump{detail}"
+    )]
     CommandFailed { status: String, detail: String },
     #[error("the Python tracer failed: {0}")]
     Tracer(String),
@@ -177,7 +179,11 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
         .map_err(|e| FrontendError::Tracer(format!("unreadable status file: {e}")))?;
     let warnings: Vec<String> = v["warnings"]
         .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     if v["ok"].as_bool() != Some(true) {
         let msg = v["error"].as_str().unwrap_or("unknown error").to_owned();
@@ -369,7 +375,9 @@ mod tests {
             .map(|s| s.success())
             .unwrap_or(false);
         if !ok {
-            eprintln!("note: skipping the Python front-end test: `python3 -c 'import pytest'` failed");
+            eprintln!(
+                "note: skipping the Python front-end test: `python3 -c 'import pytest'` failed"
+            );
         }
         ok
     }
@@ -480,7 +488,9 @@ def test_negative():
             toml::from_str(&std::fs::read_to_string(dump.join("manifest.toml")).unwrap()).unwrap();
         assert_eq!(manifest["format"].as_str(), Some("prosecutor-dump"));
         let rerun = manifest["rerun"]["command"].as_array().unwrap();
-        assert!(rerun.iter().any(|x| x.as_str() == Some("prosecutor_tracer.flip")));
+        assert!(rerun
+            .iter()
+            .any(|x| x.as_str() == Some("prosecutor_tracer.flip")));
         let tests = manifest["test"].as_array().unwrap();
         let by_id: HashMap<&str, &toml::Value> = tests
             .iter()
@@ -505,7 +515,11 @@ def test_negative():
         let tr = t["trace"].as_str().unwrap();
         let fs = step_of(tr, t["failure_step"].as_integer().unwrap());
         assert_eq!(stmts[&fs][3], "tests/test_stats.py");
-        assert!(stmts[&fs][5].starts_with("assert describe"), "{:?}", stmts[&fs]);
+        assert!(
+            stmts[&fs][5].starts_with("assert describe"),
+            "{:?}",
+            stmts[&fs]
+        );
         // the exception: the raise statement in the app code
         let t = by_id["tests/test_stats.py::test_negative"];
         assert_eq!(t["failure_kind"].as_str(), Some("exception"));
@@ -538,7 +552,9 @@ def test_negative():
         // the keyword argument scale=2 of describe's call to mean is bound at run time
         let binds = facts(&dump, "bind.facts");
         assert!(
-            binds.iter().any(|b| b[0] == tr && b[3] == "xs" && b[4] == "xs"),
+            binds
+                .iter()
+                .any(|b| b[0] == tr && b[3] == "xs" && b[4] == "xs"),
             "{binds:?}"
         );
         let frames = facts(&dump, "frame.facts");
@@ -555,7 +571,9 @@ def test_negative():
             .any(|e| e[0] == "stats.py:4:8" && e[1] == "stats.py:5:12"));
         // DEF/USE
         let defs = facts(&dump, "def.facts");
-        assert!(defs.iter().any(|r| r[0] == "stats.py:6:8" && r[1] == "total"));
+        assert!(defs
+            .iter()
+            .any(|r| r[0] == "stats.py:6:8" && r[1] == "total"));
         let uses = facts(&dump, "use.facts");
         assert!(uses.iter().any(|r| r[0] == "stats.py:6:8" && r[1] == "x"));
         // coverage of every test, including the untraced-or-not passing one
@@ -564,7 +582,9 @@ def test_negative():
             .iter()
             .any(|r| r[0] == "tests/test_stats.py::test_mean" && r[1] == "stats.py:7:4"));
         // the conditional expression is a flippable pseudo-statement
-        assert!(stmts.keys().any(|k| k.starts_with("stats.py:12:") && k.ends_with(":if")));
+        assert!(stmts
+            .keys()
+            .any(|k| k.starts_with("stats.py:12:") && k.ends_with(":if")));
         // nothing written into the project
         assert!(!d.path().join("src/__pycache__").exists());
     }
