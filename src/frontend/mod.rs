@@ -1,1 +1,3 @@
 //! Front-ends that produce trace dumps (Python first).
+
+pub mod python;

@@ -1,0 +1,515 @@
+"""pytest plugin (``-p prosecutor_tracer.plugin``) that traces the tests and writes a dump.
+
+It does nothing unless PROSECUTOR_MODE is set ("trace" or "flip"); see
+docs/frontend-python.md for the environment variables.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import pickle
+import shutil
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from . import VERSION
+from . import instrument
+from . import static_facts as sf
+from .tracer import Registry, Tracer, TestTimeout
+
+_state = None
+
+
+def _env_float(name, default):
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def _env_int(name, default):
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+class State:
+    def __init__(self, config, mode):
+        self.config = config
+        self.mode = mode
+        self.src = os.path.realpath(os.environ.get("PROSECUTOR_SRC", os.getcwd()))
+        self.cwd = os.path.realpath(os.getcwd())
+        self.out = os.environ.get("PROSECUTOR_OUT")
+        self.status_path = os.environ.get("PROSECUTOR_STATUS") or (
+            os.path.join(self.out, ".prosecutor-status.json") if self.out else None)
+        self.timeout = _env_float("PROSECUTOR_TEST_TIMEOUT", 10.0)
+        self.max_passing = _env_int("PROSECUTOR_MAX_PASSING", 20)
+        self.step_cap = _env_int("PROSECUTOR_STEP_CAP", 2_000_000)
+        self.trace_all = os.environ.get("PROSECUTOR_TRACE_ALL", "") not in ("", "0")
+        self.reg = Registry(self.src, self.cwd)
+        flip = None
+        if mode == "flip":
+            flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
+            self.flip_test = os.environ.get("PROSECUTOR_FLIP_TEST", "")
+            self.flip_out = os.environ.get("PROSECUTOR_FLIP_OUT")
+        self.tracer = Tracer(self.reg, step_cap=self.step_cap, flip=flip)
+        self.tests = []           # dicts in run order
+        self.by_id = {}
+        self.tmp = None
+        self.error = None
+        self.collected = 0
+        self.finder = None
+
+    # ------------------------------------------------------------ status
+    def write_status(self, **kw):
+        if not self.status_path:
+            return
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.status_path)), exist_ok=True)
+            with open(self.status_path, "w", encoding="utf-8") as fh:
+                json.dump(kw, fh)
+        except OSError:
+            pass
+
+
+def pytest_configure(config):
+    global _state
+    mode = os.environ.get("PROSECUTOR_MODE")
+    if mode not in ("trace", "flip"):
+        return
+    st = State(config, mode)
+    _state = st
+    if mode == "trace":
+        if not st.out:
+            raise pytest.UsageError("prosecutor: PROSECUTOR_OUT (the dump directory) is not set")
+        os.makedirs(st.out, exist_ok=True)
+        st.tmp = os.path.join(st.out, ".prosecutor-tmp")
+        shutil.rmtree(st.tmp, ignore_errors=True)
+        os.makedirs(st.tmp, exist_ok=True)
+    if not os.path.isdir(st.src):
+        msg = f"prosecutor: --src {st.src} is not a directory"
+        st.write_status(ok=False, error=msg)
+        raise pytest.UsageError(msg)
+    # every app file must parse: report a syntax error as file:line
+    patterns = config.getini("python_files") or ["test_*.py", "*_test.py"]
+    st.patterns = patterns
+    for path in _app_files(st):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            import importlib.util
+            compile(importlib.util.decode_source(data), path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            msg = f"{path}:{e.lineno or 0}: syntax error: {e.msg}"
+            st.write_status(ok=False, error=msg, kind="syntax")
+            raise pytest.UsageError("prosecutor: " + msg)
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            msg = f"{path}:0: cannot read: {e}"
+            st.write_status(ok=False, error=msg, kind="syntax")
+            raise pytest.UsageError("prosecutor: " + msg)
+    instrument.set_tracer(st.tracer)
+    st.finder = instrument.install(st.reg, patterns)
+
+
+def _app_files(st):
+    out = []
+    for root, dirs, files in os.walk(st.src):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules", "site-packages") and not d.endswith(".egg-info"))
+        for f in sorted(files):
+            if f.endswith(".py"):
+                p = os.path.join(root, f)
+                if st.reg.is_app_path(os.path.realpath(p)) and not _is_test_file(st, p):
+                    out.append(p)
+    return out
+
+
+def _is_test_file(st, path):
+    import fnmatch
+    base = os.path.basename(path)
+    return base == "conftest.py" or any(fnmatch.fnmatch(base, p) for p in st.patterns)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    st = _state
+    if st is None:
+        return
+    for it in items:
+        p = str(getattr(it, "path", None) or it.fspath)
+        st.reg.test_files.add(os.path.realpath(p))
+    if st.mode == "flip":
+        keep = [it for it in items if it.nodeid == st.flip_test]
+        desel = [it for it in items if it.nodeid != st.flip_test]
+        if desel:
+            config.hook.pytest_deselected(items=desel)
+        items[:] = keep
+    st.collected = len(items)
+
+
+def _root_code(item):
+    obj = getattr(item, "obj", None)
+    if obj is None:
+        return None
+    try:
+        obj = inspect.unwrap(obj)
+    except Exception:
+        pass
+    obj = getattr(obj, "__func__", obj)
+    return getattr(obj, "__code__", None)
+
+
+def _alarm(signum, frame):
+    st = _state
+    if st is not None and st.tracer.cur is not None:
+        st.tracer.cur.timed_out = True
+        signal.setitimer(signal.ITIMER_REAL, 1.0)  # keep insisting if it is swallowed
+    raise TestTimeout(f"test ran longer than {st.timeout if st else '?'} s (prosecutor timeout)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    st = _state
+    if st is None:
+        yield
+        return
+    use_alarm = st.timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    old = None
+    if use_alarm:
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, st.timeout)
+    t0 = time.monotonic()
+    st.tracer.start(item.nodeid, _root_code(item), record_steps=(st.mode == "trace"))
+    try:
+        yield
+    finally:
+        rec = st.tracer.stop()
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+        st.current = (rec, time.monotonic() - t0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    st = _state
+    if st is None:
+        return
+    rep = outcome.get_result()
+    if call.when == "setup":
+        if rep.failed:
+            st.by_id[item.nodeid] = t = {"id": item.nodeid, "outcome": "fail", "failure_kind": "exception",
+                                         "failure": "error in setup: " + _exc_text(call.excinfo), "rec": None}
+            st.tests.append(t)
+        return
+    if call.when != "call":
+        return
+    if hasattr(rep, "wasxfail") or rep.skipped:
+        st.current = None
+        return
+    rec, dur = getattr(st, "current", (None, 0.0)) or (None, 0.0)
+    st.current = None
+    t = {"id": item.nodeid, "outcome": "pass" if rep.passed else "fail", "duration_ms": int(dur * 1000), "rec": None}
+    if rep.failed:
+        exc = call.excinfo.value if call.excinfo is not None else None
+        timed_out = isinstance(exc, TestTimeout) or (rec is not None and rec.timed_out)
+        t["failure_kind"] = "timeout" if timed_out else ("assertion" if isinstance(exc, AssertionError) else "exception")
+        t["failure"] = _exc_text(call.excinfo)
+        if rec is not None and rec.nsteps:
+            origin = rec.origins.get(id(exc)) if exc is not None else None
+            step = origin[0] if origin is not None and origin[1] is exc else None
+            if step is None or step < 0 or step >= min(rec.nsteps, st.step_cap):
+                step = min(rec.nsteps, st.step_cap) - 1
+            t["failure_step"] = step
+    if rec is not None:
+        st.tracer.infer_branches(rec, t.get("failure_step"))
+        rec.origins = {}
+        t["truncated"] = rec.truncated
+        t["steps"] = min(rec.nsteps, st.step_cap)
+        t["methods"] = sorted(rec.methods)
+        t["coverage"] = sorted(rec.coverage)
+        t["edges"] = sorted(rec.edges)
+        if st.mode == "trace" and rec.nsteps:
+            path = os.path.join(st.tmp, f"{len(st.tests)}.pkl")
+            with open(path, "wb") as fh:
+                pickle.dump((rec.steps_node, rec.steps_frame, rec.frames, rec.branch, rec.binds), fh,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            t["rec"] = path
+    if item.nodeid in st.by_id:
+        return
+    st.by_id[item.nodeid] = t
+    st.tests.append(t)
+
+
+def _exc_text(excinfo):
+    if excinfo is None:
+        return ""
+    try:
+        e = excinfo.value
+        msg = str(e).strip().splitlines()
+        text = type(e).__name__ + (": " + msg[0] if msg else "")
+    except Exception:
+        text = "exception"
+    return sf.one_line(text, 300)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    st = _state
+    if st is None:
+        return
+    if st.mode == "flip":
+        _finish_flip(st)
+        return
+    try:
+        summary = write_dump(st)
+        st.write_status(ok=True, **summary)
+    except Exception as e:  # report, do not crash pytest
+        import traceback
+        st.write_status(ok=False, error=f"prosecutor: writing the dump failed: {type(e).__name__}: {e}",
+                        traceback=traceback.format_exc())
+        raise
+    finally:
+        shutil.rmtree(st.tmp, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    st = _state
+    if st is None or st.mode != "trace":
+        return
+    nf = sum(1 for t in st.tests if t["outcome"] == "fail")
+    tr = terminalreporter
+    tr.write_sep("-", "prosecutor trace")
+    if not st.tests:
+        tr.write_line("prosecutor: no test ran (the command collected nothing)")
+    elif nf == 0:
+        tr.write_line("prosecutor: no failing test: there is nothing to localize")
+    else:
+        tr.write_line(f"prosecutor: {len(st.tests)} tests, {nf} failing; dump in {st.out}")
+    for w in (st.reg.warnings + st.tracer.errors)[:20]:
+        tr.write_line("prosecutor warning: " + w)
+
+
+# ---------------------------------------------------------------- flip result
+def _finish_flip(st):
+    t = st.by_id.get(st.flip_test)
+    if t is None:
+        res = {"outcome": "crash", "flipped": False,
+               "detail": f"test {st.flip_test!r} was not run (not collected or deselected)"}
+    else:
+        detail = st.tracer.flip_detail or (f"branch {st.tracer.flip[0]} occurrence {st.tracer.flip[1]} was not reached")
+        if t["outcome"] == "fail":
+            detail += "; " + t.get("failure", "")
+        res = {"outcome": t["outcome"], "flipped": bool(st.tracer.flipped), "detail": detail}
+    if st.flip_out:
+        with open(st.flip_out, "w", encoding="utf-8") as fh:
+            json.dump(res, fh)
+
+
+# ---------------------------------------------------------------- dump writer
+def _clean(s):
+    s = str(s)
+    if "\t" in s or "\n" in s or "\r" in s:
+        s = s.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+    return s
+
+
+class _Facts:
+    def __init__(self, out, name):
+        self.fh = open(os.path.join(out, name), "w", encoding="utf-8", newline="\n")
+
+    def row(self, *cols):
+        self.fh.write("\t".join(_clean(c) for c in cols))
+        self.fh.write("\n")
+
+    def close(self):
+        self.fh.close()
+
+
+def _select(st):
+    failing = [t for t in st.tests if t["outcome"] == "fail" and t.get("rec")]
+    fail_methods = set()
+    for t in failing:
+        fail_methods |= set(t.get("methods", ()))
+    scored = []
+    for i, t in enumerate(st.tests):
+        if t["outcome"] != "pass" or not t.get("rec"):
+            continue
+        common = len(fail_methods & set(t.get("methods", ())))
+        if common > 0 or st.trace_all:
+            scored.append((-common, t.get("steps", 0), i, t))
+    scored.sort(key=lambda x: x[:3])
+    keep = len(scored) if st.trace_all else max(st.max_passing, 0)
+    chosen = {id(x[3]) for x in scored[:keep]}
+    return {id(t) for t in failing} | chosen
+
+
+def write_dump(st):
+    out = st.out
+    tests = st.tests
+    selected = _select(st)
+    # static facts: every app file under SRC, plus the test files that ran
+    files = {}
+    for path in _app_files(st):
+        rp = os.path.realpath(path)
+        if rp in st.reg.test_files or _is_test_file(st, rp):
+            continue
+        f = st.reg.facts_for(rp)
+        if f is not None:
+            files[rp] = f
+    for rp, f in st.reg.files.items():
+        if f is not None:
+            files[rp] = f
+    names = ["stmt", "method", "def", "use", "cfg", "formal", "this_formal", "actual", "receiver",
+             "loop_head", "frame", "step", "branch", "bind", "coverage", "edge_coverage"]
+    w = {n: _Facts(out, n + ".facts") for n in names}
+    known = set()
+    cfg_edges = set()
+    src_dir = os.path.join(out, "source")
+    shutil.rmtree(src_dir, ignore_errors=True)
+    for rp in sorted(files, key=lambda p: files[p].rel):
+        f = files[rp]
+        for m in f.methods:
+            w["method"].row(m.id, m.role, m.entry)
+            for i, v in enumerate(m.formals):
+                w["formal"].row(m.id, i, v)
+            if m.this_formal:
+                w["this_formal"].row(m.id, m.this_formal)
+            for nid in m.nodes:
+                n = f.nodes[nid]
+                known.add(nid)
+                w["stmt"].row(nid, n.method, n.kind, n.file, n.line, n.text or "-")
+                for v in sorted(n.defs):
+                    w["def"].row(nid, v)
+                for v in sorted(n.uses):
+                    w["use"].row(nid, v)
+                for i, v in enumerate(n.actuals):
+                    if v is not None:
+                        w["actual"].row(nid, i, v)
+                if n.receiver:
+                    w["receiver"].row(nid, n.receiver)
+        for (a, b, k) in sorted(f.edges):
+            w["cfg"].row(a, b, k)
+            cfg_edges.add((a, b))
+        for h in sorted(f.loop_heads):
+            w["loop_head"].row(h)
+        # a copy of the source, for display
+        try:
+            dst = os.path.join(src_dir, f.rel)
+            if not os.path.relpath(dst, src_dir).startswith(".."):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                with open(dst, "w", encoding="utf-8") as fh:
+                    fh.write(f.source)
+        except OSError:
+            pass
+    # traces
+    entries = []
+    tcount = 0
+    nfail = npass = 0
+    for t in tests:
+        if t["outcome"] == "fail":
+            nfail += 1
+        else:
+            npass += 1
+        for nid in t.get("coverage", ()):
+            if nid in known:
+                w["coverage"].row(t["id"], nid)
+        for (a, b) in t.get("edges", ()):
+            if (a, b) in cfg_edges:
+                w["edge_coverage"].row(t["id"], a, b)
+        trace_id = None
+        if id(t) in selected and t.get("rec"):
+            with open(t["rec"], "rb") as fh:
+                steps_node, steps_frame, frames, branch, binds = pickle.load(fh)
+            tcount += 1
+            trace_id = f"t{tcount}"
+            for (fid, mid, cs) in frames:
+                w["frame"].row(trace_id, f"f{fid}", mid, "-" if cs is None else cs)
+            # ids are tab/newline-free by construction: write the big relations directly
+            fh = w["step"].fh
+            for lo in range(0, len(steps_node), 65536):
+                fh.write("".join([f"{trace_id}\t{i}\t{nid}\tf{fid}\n" for i, nid, fid in
+                                  zip(range(lo, lo + 65536), steps_node[lo:lo + 65536], steps_frame[lo:lo + 65536])]))
+            n = len(steps_node)
+            w["branch"].fh.write("".join([f"{trace_id}\t{i}\t{branch[i]}\n" for i in sorted(branch) if i < n]))
+            for (cs, fid, formal, actual) in binds:
+                w["bind"].row(trace_id, cs, f"f{fid}", formal, actual)
+        entries.append((t, trace_id))
+    for x in w.values():
+        x.close()
+    _write_manifest(st, entries)
+    return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
+            "collected": st.collected, "warnings": (st.reg.warnings + st.tracer.errors)[:200]}
+
+
+def _q(s):
+    return json.dumps(str(s), ensure_ascii=False)
+
+
+def _write_manifest(st, entries):
+    argv = None
+    raw = os.environ.get("PROSECUTOR_COMMAND")
+    if raw:
+        try:
+            argv = [str(a) for a in json.loads(raw)]
+        except ValueError:
+            argv = None
+    if not argv:
+        argv = [sys.executable, "-m", "pytest"] + [str(a) for a in st.config.invocation_params.args]
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rerun_cfg = {"src": st.src, "cwd": st.cwd, "command": argv, "timeout": st.timeout,
+                 "step_cap": st.step_cap, "pythonpath": pkg_parent}
+    cfg_path = os.path.abspath(os.path.join(st.out, "rerun.json"))
+    with open(cfg_path, "w", encoding="utf-8") as fh:
+        json.dump(rerun_cfg, fh, indent=1)
+    durations = [t.get("duration_ms", 0) for (t, _) in entries if t["outcome"] == "fail"]
+    timeout_ms = int(max([10_000] + [d * 10 + 5_000 for d in durations]))
+    lines = [
+        'format = "prosecutor-dump"',
+        "version = 1",
+        "",
+        "[frontend]",
+        'name = "python"',
+        f"version = {_q(VERSION)}",
+        f'language = {_q("python " + sys.version.split()[0])}',
+        "",
+        "[rerun]",
+        "command = [" + ", ".join(_q(a) for a in [sys.executable, "-m", "prosecutor_tracer.flip", "--test", "{test}",
+                                                  "--stmt", "{stmt}", "--occurrence", "{occurrence}",
+                                                  "--out", "{out}", "--config", cfg_path]) + "]",
+        f"cwd = {_q(st.cwd)}",
+        f"timeout_ms = {timeout_ms}",
+        f"env = {{ PYTHONHASHSEED = \"0\", PYTHONPATH = {_q(pkg_parent)} }}",
+        "",
+        "[notes]",
+        f"src = {_q(st.src)}",
+        f"step_cap = {st.step_cap}",
+        f"test_timeout_s = {st.timeout}",
+        "truncated_traces = [" + ", ".join(_q(t["id"]) for (t, tid) in entries if t.get("truncated")) + "]",
+        "warnings = [" + ", ".join(_q(x) for x in (st.reg.warnings + st.tracer.errors)[:50]) + "]",
+        "",
+    ]
+    for (t, tid) in entries:
+        lines.append("[[test]]")
+        lines.append(f"id = {_q(t['id'])}")
+        if tid:
+            lines.append(f"trace = {_q(tid)}")
+        lines.append(f"outcome = {_q(t['outcome'])}")
+        if tid and t["outcome"] == "fail" and t.get("failure_step") is not None:
+            lines.append(f"failure_step = {t['failure_step']}")
+        if t.get("failure_kind") and t["outcome"] == "fail":
+            lines.append(f"failure_kind = {_q(t['failure_kind'])}")
+        if t.get("failure") and t["outcome"] == "fail":
+            lines.append(f"failure = {_q(t['failure'])}")
+        if t.get("duration_ms") is not None:
+            lines.append(f"duration_ms = {int(t['duration_ms'])}")
+        if t.get("truncated"):
+            lines.append(f"# note: trace truncated at the step cap ({st.step_cap} steps); coverage is complete")
+        lines.append("")
+    with open(os.path.join(st.out, "manifest.toml"), "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines))

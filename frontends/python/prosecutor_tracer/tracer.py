@@ -1,0 +1,586 @@
+"""Run-time tracing of one test with ``sys.settrace``.
+
+Model (see docs/frontend-python.md):
+
+* the root frame is the test function (fixtures and setup are not traced);
+* code of app files (under SRC) and of test files is traced; every other frame is opaque: it
+  gets no frame, but traced code it calls back into is traced, with the call step being the
+  current step of the nearest traced frame on the stack;
+* every activation of a traced code object is a frame, and so is every resumption of a
+  generator / coroutine (a resumption is a new frame opened by the step that resumed it);
+* a step is recorded when execution enters a node different from the frame's current node, or
+  jumps backwards within the same node (a loop of one statement);
+* branch outcomes come from the instrumentation wrappers (app code) or are inferred from the
+  next step of the same frame (test code, uninstrumented code).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from . import static_facts as sf
+
+_MISSING = object()
+
+
+class TestTimeout(BaseException):
+    """Raised into a test that ran past its time limit (a BaseException so that ``except
+    Exception`` in the code under test does not swallow it)."""
+
+
+class FrameRec:
+    __slots__ = ("fid", "method", "pyframe", "call_step", "last_step", "node", "prev", "off",
+                 "pending", "posmap", "binds")
+
+    def __init__(self, method, pyframe, call_step, posmap):
+        self.fid = None
+        self.method = method
+        self.pyframe = pyframe
+        self.call_step = call_step
+        self.last_step = None
+        self.node = None
+        self.prev = None
+        self.off = -1
+        self.pending = False
+        self.posmap = posmap
+        self.binds = None
+
+
+class TestRecord:
+    """Everything recorded for one test."""
+
+    def __init__(self, test_id, record_steps):
+        self.test_id = test_id
+        self.record_steps = record_steps
+        self.steps_node = []
+        self.steps_frame = []
+        self.frames = []          # (fid, method id, call_step or None)
+        self.branch = {}          # step index -> 0/1
+        self.binds = []           # (call_step, fid, formal, actual)
+        self.coverage = set()
+        self.edges = set()
+        self.methods = set()
+        self.occ = {}
+        self.truncated = False
+        self.origins = {}         # id(exception) -> (step, exception)
+        self.nsteps = 0
+        self.root_seen = False
+        self.timed_out = False
+        self.timeout_step = None
+
+
+class Registry:
+    """Which files are traced and their static facts."""
+
+    def __init__(self, src_root, cwd):
+        self.src_root = os.path.realpath(src_root)
+        self.cwd = os.path.realpath(cwd)
+        self.test_files = set()
+        self.files = {}           # real path -> FileFacts or None
+        self.warnings = []
+        self.node_index = {}
+        self.branch_ids = set()
+        self.eager = {}
+        self._real = {}
+
+    def real(self, path):
+        r = self._real.get(path)
+        if r is None:
+            r = os.path.realpath(path) if path and not path.startswith("<") else ""
+            self._real[path] = r
+        return r
+
+    def is_app_path(self, rp):
+        if not rp.endswith(".py"):
+            return False
+        if not (rp == self.src_root or rp.startswith(self.src_root + os.sep)):
+            return False
+        rel = os.path.relpath(rp, self.src_root)
+        parts = rel.split(os.sep)
+        for p in parts[:-1]:
+            if p.startswith(".") or p in ("site-packages", "__pycache__", "node_modules") or p.endswith(".egg-info"):
+                return False
+        return True
+
+    def role_of(self, rp):
+        if rp in self.test_files:
+            return "test"
+        if self.is_app_path(rp):
+            return "app"
+        return None
+
+    def rel_of(self, rp, role):
+        root = self.src_root if role == "app" else self.cwd
+        return sf.relpath_for(rp, root)
+
+    def register(self, rp, facts):
+        self.files[rp] = facts
+        if facts is not None:
+            self.node_index.update(facts.nodes)
+            for nid, n in facts.nodes.items():
+                if n.kind == "branch":
+                    self.branch_ids.add(nid)
+                    # pseudo-statements followed by another node of the same statement
+                    if not n.real and n.wrapped:
+                        self.eager[nid] = n.stmt
+
+    def facts_for(self, path):
+        rp = self.real(path)
+        f = self.files.get(rp, _MISSING)
+        if f is not _MISSING:
+            return f
+        role = self.role_of(rp) if rp else None
+        if role is None:
+            self.files[rp] = None
+            return None
+        try:
+            f = sf.analyze_file(rp, self.rel_of(rp, role), role)
+            self.warnings.extend(f.warnings)
+        except sf.StaticError as e:
+            self.warnings.append(str(e))
+            f = None
+        except Exception as e:  # never crash the test run
+            self.warnings.append(f"{rp}:0: static analysis failed: {type(e).__name__}: {e}")
+            f = None
+        self.register(rp, f)
+        return f
+
+
+class Tracer:
+    def __init__(self, registry: Registry, step_cap=2_000_000, flip=None):
+        self.reg = registry
+        self.step_cap = step_cap
+        self.flip = flip              # (node id, occurrence) or None
+        self.flipped = False
+        self.flip_detail = ""
+        self.cur = None
+        self.active = False
+        self.root_code = None
+        self.stack = []
+        self.byframe = {}
+        self.code_cache = {}
+        self.posmaps = {}
+        self.thread = None
+        self.errors = []
+        self._global = None
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self, test_id, root_code, record_steps=True):
+        self.cur = TestRecord(test_id, record_steps)
+        self.root_code = root_code
+        self.active = False
+        self.stack = []
+        self.byframe = {}
+        self.thread = threading.get_ident()
+        if self._global is None:
+            self._global = self._make_global()
+        sys.settrace(self._global)
+
+    def stop(self):
+        sys.settrace(None)
+        rec = self.cur
+        self.active = False
+        self.stack = []
+        self.byframe = {}
+        self.cur = None
+        return rec
+
+    # ------------------------------------------------------------ lookup
+    def method_of(self, co):
+        m = self.code_cache.get(co, _MISSING)
+        if m is not _MISSING:
+            return m
+        m = None
+        try:
+            if co.co_name not in sf.OPAQUE_CODE_NAMES:
+                facts = self.reg.facts_for(co.co_filename)
+                if facts is not None:
+                    m = facts.method_for_code(co)
+        except Exception as e:
+            self.errors.append(f"{co.co_filename}:{co.co_firstlineno}: {type(e).__name__}: {e}")
+            m = None
+        self.code_cache[co] = m
+        return m
+
+    def posmap_of(self, co, m):
+        pm = self.posmaps.get(co)
+        if pm is None:
+            pm = {}
+            try:
+                positions = list(co.co_positions())
+            except Exception:
+                positions = []
+            for i, pos in enumerate(positions):
+                nid = m.node_at(pos, pos[0])
+                if nid is not None:
+                    pm[2 * i] = nid
+            self.posmaps[co] = pm
+        return pm
+
+    # ------------------------------------------------------------ trace functions
+    def _make_global(self):
+        cache_get = self.code_cache.get
+        call = self._call
+
+        def global_trace(frame, event, arg):
+            # the global trace function only receives "call" events
+            if cache_get(frame.f_code, _MISSING) is None:
+                return None
+            return call(frame)
+
+        return global_trace
+
+    def _call(self, frame):
+        try:
+            co = frame.f_code
+            m = self.method_of(co)
+            if m is None:
+                return None
+            cur = self.cur
+            if cur is None:
+                return None
+            if not self.active:
+                if cur.root_seen or (self.root_code is not None and co is not self.root_code):
+                    return None
+                if self.root_code is None and m.role != "test":
+                    return None
+                cur.root_seen = True
+                self.active = True
+                caller = None
+            else:
+                caller = self.stack[-1] if self.stack else None
+            if threading.get_ident() != self.thread:
+                return None
+            call_step = None
+            if caller is not None:
+                call_step = caller.last_step if caller.last_step is not None else (cur.nsteps - 1 if cur.nsteps else None)
+            rec = FrameRec(m, frame, call_step, self.posmap_of(co, m))
+            if caller is not None and frame.f_back is caller.pyframe and m.params is not None:
+                try:
+                    rec.binds = self._binds(caller, frame, m)
+                except Exception as e:
+                    self.errors.append(f"bind: {type(e).__name__}: {e}")
+            self.stack.append(rec)
+            self.byframe[frame] = rec
+            cur.methods.add(m.id)
+            if m.multi_lines:
+                frame.f_trace_opcodes = True
+            tr = self._make_local(rec)
+            return tr
+        except Exception as e:
+            self.errors.append(f"tracer: {type(e).__name__}: {e}")
+            return None
+
+    def _make_local(self, rec):
+        multi = rec.method.multi_lines
+        pm = rec.posmap
+        tracer = self
+        branch_ids = self.reg.branch_ids
+        cap = self.step_cap
+        slow_step = self.step
+
+        def local(frame, event, arg):
+            try:
+                if event == "line" or (event == "opcode" and frame.f_lineno in multi):
+                    off = frame.f_lasti
+                    nid = pm.get(off)
+                    if nid is None:
+                        return local
+                    if nid != rec.node or off < rec.off:
+                        cur = tracer.cur
+                        st = tracer.stack
+                        if (cur is not None and st and st[-1] is rec and rec.fid is not None
+                                and cur.nsteps < cap and cur.record_steps):
+                            prev = rec.node
+                            cur.coverage.add(nid)
+                            if prev is not None:
+                                cur.edges.add((prev, nid))
+                            if nid in branch_ids:
+                                occ = cur.occ
+                                occ[nid] = occ.get(nid, 0) + 1
+                                rec.pending = True
+                            else:
+                                rec.pending = False
+                            rec.prev = prev
+                            rec.node = nid
+                            idx = cur.nsteps
+                            cur.nsteps = idx + 1
+                            cur.steps_node.append(nid)
+                            cur.steps_frame.append(rec.fid)
+                            rec.last_step = idx
+                        else:
+                            slow_step(rec, nid)
+                    rec.off = off
+                elif event == "return":
+                    tracer.pop(rec)
+                elif event == "exception":
+                    cur = tracer.cur
+                    if cur is not None:
+                        exc = arg[1]
+                        k = id(exc)
+                        if k not in cur.origins:
+                            st = rec.last_step if rec.last_step is not None else cur.nsteps - 1
+                            cur.origins[k] = (st, exc)
+            except Exception as e:
+                tracer.errors.append(f"tracer: {type(e).__name__}: {e}")
+            return local
+
+        return local
+
+    def make_wrappers(self):
+        """The condition wrappers called by instrumented code, with the common case inline
+        (every Python-level call costs a trace event)."""
+        tracer = self
+        getframe = sys._getframe
+        eager = self.reg.eager
+        slow = self.on_branch
+
+        def report(nid, b, frame):
+            if not tracer.active:
+                return b
+            rec = tracer.byframe.get(frame)
+            if rec is None:
+                return b
+            if rec.node == nid and rec.pending and nid not in eager:
+                cur = tracer.cur
+                flip = tracer.flip
+                if flip is None or flip[0] != nid or flip[1] != cur.occ.get(nid, 0):
+                    if rec.last_step is not None:
+                        cur.branch[rec.last_step] = 1 if b else 0
+                    rec.pending = False
+                    return b
+            return slow(nid, b, frame)
+
+        def br(nid, value):
+            b = True if value else False
+            if not tracer.active:
+                return b
+            rec = tracer.byframe.get(getframe(1))
+            if rec is None:
+                return b
+            if rec.node == nid and rec.pending and nid not in eager:
+                cur = tracer.cur
+                flip = tracer.flip
+                if flip is None or flip[0] != nid or flip[1] != cur.occ.get(nid, 0):
+                    if rec.last_step is not None:
+                        cur.branch[rec.last_step] = 1 if b else 0
+                    rec.pending = False
+                    return b
+            return slow(nid, b, getframe(1))
+
+        def sc(nid, value):
+            b = True if value else False
+            if not tracer.active:
+                return value
+            r = slow(nid, b, getframe(1))
+            # a flipped operand is replaced by a stand-in of the opposite truth value
+            return value if r == b else r
+
+        return br, sc, report
+
+    def pop(self, rec):
+        st = self.stack
+        if rec in st:
+            while st:
+                r = st.pop()
+                self.byframe.pop(r.pyframe, None)
+                if r is rec:
+                    break
+        if not st:
+            self.active = False
+
+    def step(self, rec, nid):
+        cur = self.cur
+        if cur is None:
+            return None
+        st = self.stack
+        if st and st[-1] is not rec:
+            if rec not in st:
+                return None
+            while st[-1] is not rec:
+                r = st.pop()
+                self.byframe.pop(r.pyframe, None)
+        prev = rec.node
+        cur.coverage.add(nid)
+        if prev is not None:
+            cur.edges.add((prev, nid))
+        if nid in self.reg.branch_ids:
+            cur.occ[nid] = cur.occ.get(nid, 0) + 1
+        rec.prev = prev
+        rec.node = nid
+        rec.pending = nid in self.reg.branch_ids
+        if cur.nsteps >= self.step_cap:
+            cur.truncated = True
+            rec.last_step = None
+            return None
+        idx = cur.nsteps
+        cur.nsteps += 1
+        if rec.fid is None:
+            rec.fid = len(cur.frames)
+            cur.frames.append((rec.fid, rec.method.id, rec.call_step))
+            if rec.binds:
+                for (formal, actual) in rec.binds:
+                    cur.binds.append((rec.call_step, rec.fid, formal, actual))
+        if cur.record_steps:
+            cur.steps_node.append(nid)
+            cur.steps_frame.append(rec.fid)
+        rec.last_step = idx
+        return idx
+
+    # ------------------------------------------------------------ wrappers
+    def on_branch(self, nid, outcome, frame):
+        """Called by the instrumentation when condition `nid` evaluated to `outcome` in
+        `frame`; returns the outcome to use (flipped for the requested instance)."""
+        rec = self.byframe.get(frame)
+        cur = self.cur
+        if rec is None or cur is None or not self.active:
+            return outcome
+        try:
+            n = rec.method.facts.nodes[nid]
+            if not (rec.node == nid and rec.pending):
+                if rec.node is not None and rec.node == n.stmt and rec.node != nid:
+                    self._relabel(rec, nid)
+                else:
+                    self.step(rec, nid)
+            occurrence = cur.occ.get(nid, 0)
+            if self.flip is not None and self.flip[0] == nid and self.flip[1] == occurrence:
+                outcome = not outcome
+                self.flipped = True
+                self.flip_detail = f"flipped {nid} occurrence {occurrence} to {int(outcome)}"
+            if rec.last_step is not None and rec.node == nid:
+                cur.branch[rec.last_step] = 1 if outcome else 0
+            rec.pending = False
+            succ = n.tsucc if outcome else n.fsucc
+            if succ and len(succ) == 1:
+                (s,) = succ
+                sn = rec.method.facts.nodes.get(s)
+                if sn is not None and s != nid and sn.stmt == n.stmt:
+                    self.step(rec, s)
+        except Exception as e:
+            self.errors.append(f"branch: {type(e).__name__}: {e}")
+        return outcome
+
+    def _relabel(self, rec, nid):
+        """The first pseudo-statement evaluated inside a statement whose step has just begun
+        (e.g. the test of `a if c else b` after `f(x)` in `g(f(x), a if c else b)`): the step
+        becomes the pseudo-statement's, as in the CFG (operands before the statement)."""
+        cur = self.cur
+        old = rec.node
+        cur.occ[old] = cur.occ.get(old, 1) - 1
+        cur.occ[nid] = cur.occ.get(nid, 0) + 1
+        cur.coverage.add(nid)
+        if rec.prev is not None:
+            cur.edges.add((rec.prev, nid))
+        if rec.last_step is not None:
+            if cur.record_steps:
+                cur.steps_node[rec.last_step] = nid
+            cur.branch.pop(rec.last_step, None)
+        rec.node = nid
+        rec.pending = True
+
+    def iter_exhausted_flip(self, nid):
+        """A requested flip of an exhausted `for` header cannot be honoured."""
+        if self.flip is not None and self.flip[0] == nid and self.cur is not None and self.flip[1] == self.cur.occ.get(nid, 0):
+            self.flip_detail = f"cannot flip {nid} occurrence {self.flip[1]}: the iterator is exhausted"
+
+    # ------------------------------------------------------------ bindings
+    def _binds(self, caller, frame, m):
+        calls = caller.method.calls.get(caller.node)
+        if not calls:
+            return None
+        co = frame.f_code
+        pos, kwonly, vararg, kwarg, this = m.params
+        callee = frame.f_locals
+        try:
+            clocals = caller.pyframe.f_locals
+        except Exception:
+            return None
+        cands = [d for d in calls if d[0] == co.co_name]
+        if not cands and co.co_name == "__init__":
+            cands = [d for d in calls if d[0] and d[0][:1].isupper()]
+        if not cands and len(calls) == 1:
+            cands = calls  # e.g. `fn(*args, **kwargs)` in a decorator's wrapper
+        best, bscore = None, -1
+        for d in cands:
+            name, recv, apos, star, akw, dstar = d
+            out = []
+            score = 0
+            params = list(pos)
+            implicit = False
+            if this is not None and params and params[0] == this:
+                supplied = len(apos) + (1 if star else 0)
+                if co.co_name == "__init__" and recv is None:
+                    implicit = True
+                elif this not in akw and (supplied < len(params) or recv is not None and recv in clocals and clocals[recv] is callee.get(this)):
+                    implicit = True
+            if implicit:
+                if recv is not None and co.co_name != "__init__":
+                    out.append((this, recv))
+                    if recv in clocals and clocals[recv] is callee.get(this):
+                        score += 1
+                params = params[1:]
+            for i, a in enumerate(apos):
+                if a is None:
+                    continue
+                if i < len(params):
+                    f = params[i]
+                    out.append((f, a))
+                    if a in clocals and f in callee and clocals[a] is callee[f]:
+                        score += 1
+                elif vararg:
+                    out.append((vararg, a))
+            if star and vararg:
+                out.append((vararg, star))
+            for k, a in akw.items():
+                if a is None:
+                    continue
+                if k in params or k in kwonly:
+                    out.append((k, a))
+                    if a in clocals and k in callee and clocals[a] is callee[k]:
+                        score += 1
+                elif kwarg:
+                    out.append((kwarg, a))
+            if dstar and kwarg:
+                out.append((kwarg, dstar))
+            if score > bscore:
+                best, bscore = out, score
+        return best
+
+    # ------------------------------------------------------------ inference
+    def infer_branches(self, rec, failure_step=None):
+        """Branch steps without a wrapper-reported outcome: inferred from the next step of the
+        same frame (in the true / false successors of the node).  A branch step that is the last
+        of its frame is 1 (an assert that held, a loop left by return) unless it is the failure
+        point (0: the assertion failed or the condition raised)."""
+        if not rec.record_steps:
+            return
+        nexts = {}
+        lastf = {}
+        for i, fid in enumerate(rec.steps_frame):
+            j = lastf.get(fid)
+            if j is not None:
+                nexts[j] = i
+            lastf[fid] = i
+        for i, nid in enumerate(rec.steps_node):
+            if i in rec.branch:
+                continue
+            n = self._node(nid)
+            if n is None or n.kind != "branch":
+                continue
+            k = nexts.get(i)
+            out = 0 if i == failure_step else 1
+            if k is not None:
+                out = 0
+                nxt = rec.steps_node[k]
+                if n.tsucc and nxt in n.tsucc:
+                    out = 1
+                elif n.fsucc and nxt in n.fsucc:
+                    out = 0
+                elif n.tsucc and not n.fsucc:
+                    out = 1
+            rec.branch[i] = out
+
+    def _node(self, nid):
+        return self.reg.node_index.get(nid)

@@ -1,0 +1,688 @@
+//! The Python front-end driver.
+//!
+//! `trace` runs the user's test command (pytest) with the `prosecutor_tracer` pytest plugin,
+//! which writes a trace dump (docs/trace-format.md). The Python package is embedded in the
+//! binary and written once into a content-addressed cache directory
+//! (`$XDG_CACHE_HOME/prosecutor/python/<hash>/` or `~/.cache/prosecutor/python/<hash>/`), which is
+//! put on `PYTHONPATH`; the plugin is loaded with `-p prosecutor_tracer.plugin` through
+//! `PYTEST_ADDOPTS`. Nothing the user gave is modified: only `--out` and the cache are written.
+//! See docs/frontend-python.md.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// The embedded Python package: (path relative to the package parent directory, contents).
+const PACKAGE: &[(&str, &str)] = &[
+    (
+        "prosecutor_tracer/__init__.py",
+        include_str!("../../frontends/python/prosecutor_tracer/__init__.py"),
+    ),
+    (
+        "prosecutor_tracer/static_facts.py",
+        include_str!("../../frontends/python/prosecutor_tracer/static_facts.py"),
+    ),
+    (
+        "prosecutor_tracer/tracer.py",
+        include_str!("../../frontends/python/prosecutor_tracer/tracer.py"),
+    ),
+    (
+        "prosecutor_tracer/instrument.py",
+        include_str!("../../frontends/python/prosecutor_tracer/instrument.py"),
+    ),
+    (
+        "prosecutor_tracer/plugin.py",
+        include_str!("../../frontends/python/prosecutor_tracer/plugin.py"),
+    ),
+    (
+        "prosecutor_tracer/flip.py",
+        include_str!("../../frontends/python/prosecutor_tracer/flip.py"),
+    ),
+];
+
+/// Options of one tracing run.
+#[derive(Debug, Clone)]
+pub struct PythonTraceOptions {
+    /// Root of the code under analysis (its files are the suspects).
+    pub src: PathBuf,
+    /// The dump directory to write (created if missing).
+    pub out: PathBuf,
+    /// The test command as typed, e.g. `["pytest", "tests/"]` or `["python3", "-m", "pytest"]`.
+    pub command: Vec<String>,
+    /// Working directory of the test command.
+    pub cwd: PathBuf,
+    /// Per-test time limit; a test running longer fails with `failure_kind = "timeout"`.
+    pub test_timeout: Duration,
+    /// How many passing tests get a full trace (those sharing most functions with the failing ones).
+    pub max_passing: usize,
+    /// Maximum number of recorded steps per test (coverage stays complete beyond it).
+    pub step_cap: usize,
+}
+
+impl PythonTraceOptions {
+    /// Options with the defaults: 10 s per test, 20 passing traces, 2,000,000 steps.
+    pub fn new(src: impl Into<PathBuf>, out: impl Into<PathBuf>, command: Vec<String>) -> Self {
+        PythonTraceOptions {
+            src: src.into(),
+            out: out.into(),
+            command,
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            test_timeout: Duration::from_secs(10),
+            max_passing: 20,
+            step_cap: 2_000_000,
+        }
+    }
+}
+
+/// What a tracing run produced.
+#[derive(Debug, Clone)]
+pub struct TraceSummary {
+    /// The dump directory (absolute).
+    pub dump: PathBuf,
+    /// Number of failing tests (timeouts included).
+    pub failing: usize,
+    /// Number of passing tests.
+    pub passing: usize,
+    /// Number of tests with a full trace in the dump.
+    pub traced: usize,
+    /// Warnings of the tracer (unsupported constructs, modules imported too early, ...).
+    pub warnings: Vec<String>,
+}
+
+/// Why tracing failed.
+#[derive(thiserror::Error, Debug)]
+pub enum FrontendError {
+    #[error("no test command given: expected e.g. `prosecutor trace --src SRC --out DUMP -- pytest tests/`")]
+    NoCommand,
+    #[error("--src {0}: not a directory")]
+    SrcNotDir(PathBuf),
+    #[error("working directory {0}: not a directory")]
+    CwdNotDir(PathBuf),
+    #[error("--out {path}: {message}")]
+    Out { path: PathBuf, message: String },
+    #[error("cannot write the Python tracer package to {path}: {source}")]
+    Cache {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    /// A file under SRC does not parse (`FILE:LINE: syntax error: ...`).
+    #[error("{0}")]
+    Syntax(String),
+    #[error("the test command collected no tests (exit status {status}){detail}")]
+    NoTests { status: String, detail: String },
+    #[error("no failing test ({passing} passed): there is nothing to localize")]
+    NoFailingTest { passing: usize },
+    #[error(
+        "the test command exited with status {status} before the tracer wrote the dump{detail}"
+    )]
+    CommandFailed { status: String, detail: String },
+    #[error("the Python tracer failed: {0}")]
+    Tracer(String),
+}
+
+/// Runs the test command under the tracer and writes the dump to `opts.out`.
+pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
+    if opts.command.is_empty() {
+        return Err(FrontendError::NoCommand);
+    }
+    let cwd = absolute(&opts.cwd);
+    if !cwd.is_dir() {
+        return Err(FrontendError::CwdNotDir(opts.cwd.clone()));
+    }
+    let src = if opts.src.is_absolute() {
+        opts.src.clone()
+    } else {
+        absolute(&opts.src)
+    };
+    if !src.is_dir() {
+        return Err(FrontendError::SrcNotDir(opts.src.clone()));
+    }
+    let out = absolute(&opts.out);
+    if out.exists() && !out.is_dir() {
+        return Err(FrontendError::Out {
+            path: opts.out.clone(),
+            message: "exists and is not a directory".into(),
+        });
+    }
+    std::fs::create_dir_all(&out).map_err(|e| FrontendError::Out {
+        path: opts.out.clone(),
+        message: format!("cannot create: {e}"),
+    })?;
+    let status_path = out.join(".prosecutor-status.json");
+    let _ = std::fs::remove_file(&status_path);
+    let pkg = install_package()?;
+
+    let output = run_command(opts, &cwd, &src, &out, &pkg, &status_path)?;
+    let status = match output.status.code() {
+        Some(c) => c.to_string(),
+        None => "killed by a signal".to_string(),
+    };
+    let detail = tail_of(&output);
+    let text = match std::fs::read_to_string(&status_path) {
+        Ok(t) => t,
+        Err(_) => {
+            return Err(if output.status.code() == Some(5) {
+                FrontendError::NoTests { status, detail }
+            } else {
+                FrontendError::CommandFailed { status, detail }
+            })
+        }
+    };
+    let _ = std::fs::remove_file(&status_path);
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| FrontendError::Tracer(format!("unreadable status file: {e}")))?;
+    let warnings: Vec<String> = v["warnings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if v["ok"].as_bool() != Some(true) {
+        let msg = v["error"].as_str().unwrap_or("unknown error").to_owned();
+        return Err(if v["kind"].as_str() == Some("syntax") {
+            FrontendError::Syntax(msg)
+        } else {
+            FrontendError::Tracer(msg)
+        });
+    }
+    let count = |k: &str| v[k].as_u64().unwrap_or(0) as usize;
+    let (failing, passing, tests) = (count("failing"), count("passing"), count("tests"));
+    if tests == 0 {
+        return Err(FrontendError::NoTests { status, detail });
+    }
+    if failing == 0 {
+        return Err(FrontendError::NoFailingTest { passing });
+    }
+    Ok(TraceSummary {
+        dump: out,
+        failing,
+        passing,
+        traced: count("traced"),
+        warnings,
+    })
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn run_command(
+    opts: &PythonTraceOptions,
+    cwd: &Path,
+    src: &Path,
+    out: &Path,
+    pkg: &Path,
+    status_path: &Path,
+) -> Result<Output, FrontendError> {
+    let build = |argv: &[String]| {
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]).current_dir(cwd);
+        let mut pythonpath = OsString::from(pkg.as_os_str());
+        if let Some(old) = std::env::var_os("PYTHONPATH").filter(|s| !s.is_empty()) {
+            pythonpath.push(if cfg!(windows) { ";" } else { ":" });
+            pythonpath.push(old);
+        }
+        let addopts = match std::env::var("PYTEST_ADDOPTS") {
+            Ok(old) if !old.trim().is_empty() => format!("{old} -p prosecutor_tracer.plugin"),
+            _ => "-p prosecutor_tracer.plugin".to_string(),
+        };
+        c.env("PYTHONPATH", pythonpath)
+            .env("PYTEST_ADDOPTS", addopts)
+            .env("PROSECUTOR_MODE", "trace")
+            .env("PROSECUTOR_SRC", src)
+            .env("PROSECUTOR_OUT", out)
+            .env("PROSECUTOR_STATUS", status_path)
+            .env(
+                "PROSECUTOR_TEST_TIMEOUT",
+                format!("{}", opts.test_timeout.as_secs_f64()),
+            )
+            .env("PROSECUTOR_MAX_PASSING", opts.max_passing.to_string())
+            .env("PROSECUTOR_STEP_CAP", opts.step_cap.to_string())
+            .env(
+                "PROSECUTOR_COMMAND",
+                serde_json::to_string(argv).unwrap_or_default(),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if std::env::var_os("PYTHONHASHSEED").is_none() {
+            // the flip runs must see the same hash order as the traced run
+            c.env("PYTHONHASHSEED", "0");
+        }
+        c
+    };
+    match build(&opts.command).output() {
+        Ok(o) => Ok(o),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && opts.command[0] == "pytest" => {
+            // `pytest` is not on PATH: run it as a module of python3
+            let mut argv = vec!["python3".to_string(), "-m".into(), "pytest".into()];
+            argv.extend(opts.command[1..].iter().cloned());
+            build(&argv).output().map_err(|e| FrontendError::Spawn {
+                program: "pytest (nor python3 -m pytest)".into(),
+                source: e,
+            })
+        }
+        Err(e) => Err(FrontendError::Spawn {
+            program: opts.command[0].clone(),
+            source: e,
+        }),
+    }
+}
+
+/// The last lines of the command's output, for error messages.
+fn tail_of(o: &Output) -> String {
+    let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let start = lines.len().saturating_sub(12);
+    format!(":\n  {}", lines[start..].join("\n  "))
+}
+
+/// 64-bit FNV-1a of the package (names and contents): the cache key.
+fn package_hash() -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for (name, text) in PACKAGE {
+        for b in name.bytes().chain([0u8]).chain(text.bytes()).chain([0u8]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+    }
+    h
+}
+
+fn cache_root() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|s| !s.is_empty()) {
+        return PathBuf::from(x).join("prosecutor").join("python");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|s| !s.is_empty()) {
+        return PathBuf::from(h)
+            .join(".cache")
+            .join("prosecutor")
+            .join("python");
+    }
+    std::env::temp_dir().join("prosecutor-cache").join("python")
+}
+
+/// Writes the embedded package into the cache (once per content hash); returns the directory
+/// to put on PYTHONPATH.
+pub fn install_package() -> Result<PathBuf, FrontendError> {
+    let root = cache_root();
+    let dir = root.join(format!("{:016x}", package_hash()));
+    let complete = |d: &Path| {
+        PACKAGE.iter().all(|(name, text)| {
+            std::fs::read_to_string(d.join(name))
+                .map(|t| t == *text)
+                .unwrap_or(false)
+        })
+    };
+    if complete(&dir) {
+        return Ok(dir);
+    }
+    let err = |path: &Path, source| FrontendError::Cache {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = root.join(format!(
+        ".tmp-{}-{:016x}",
+        std::process::id(),
+        package_hash()
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    for (name, text) in PACKAGE {
+        let p = tmp.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| err(parent, e))?;
+        }
+        std::fs::write(&p, text).map_err(|e| err(&p, e))?;
+    }
+    match std::fs::rename(&tmp, &dir) {
+        Ok(()) => Ok(dir),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            // another process may have installed it concurrently
+            if complete(&dir) {
+                Ok(dir)
+            } else {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(err(&dir, e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn have_pytest() -> bool {
+        let ok = Command::new("python3")
+            .args(["-c", "import pytest"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            eprintln!(
+                "note: skipping the Python front-end test: `python3 -c 'import pytest'` failed"
+            );
+        }
+        ok
+    }
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn facts(dump: &Path, name: &str) -> Vec<Vec<String>> {
+        std::fs::read_to_string(dump.join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split('\t').map(str::to_owned).collect())
+            .collect()
+    }
+
+    const LIB: &str = r#"def mean(xs, scale=1):
+    total = 0
+    for x in xs:
+        if x < 0:
+            raise ValueError("negative")
+        total += x
+    return total * scale / len(xs)
+
+
+def describe(xs):
+    m = mean(xs, scale=2)
+    return "big" if m > 10 else "small"
+"#;
+
+    const TESTS: &str = r#"import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+from stats import mean, describe
+
+
+def test_mean():
+    assert mean([2, 4]) == 3
+
+
+def test_describe():
+    assert describe([1, 2]) == "big"
+
+
+def test_negative():
+    assert mean([1, -1]) == 0
+"#;
+
+    fn project() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "src/stats.py", LIB);
+        write(d.path(), "tests/test_stats.py", TESTS);
+        d
+    }
+
+    fn opts(d: &Path) -> PythonTraceOptions {
+        let mut o = PythonTraceOptions::new(
+            d.join("src"),
+            d.join("dump"),
+            vec![
+                "python3".into(),
+                "-m".into(),
+                "pytest".into(),
+                "-q".into(),
+                "-p".into(),
+                "no:cacheprovider".into(),
+                "tests".into(),
+            ],
+        );
+        o.cwd = d.to_path_buf();
+        o
+    }
+
+    #[test]
+    fn traces_a_small_project() {
+        if !have_pytest() {
+            return;
+        }
+        let d = project();
+        let s = trace(&opts(d.path())).expect("trace");
+        assert_eq!((s.failing, s.passing), (2, 1));
+        assert_eq!(s.traced, 3);
+        let dump = s.dump;
+        for f in [
+            "manifest.toml",
+            "stmt.facts",
+            "method.facts",
+            "def.facts",
+            "use.facts",
+            "cfg.facts",
+            "formal.facts",
+            "this_formal.facts",
+            "actual.facts",
+            "receiver.facts",
+            "loop_head.facts",
+            "frame.facts",
+            "step.facts",
+            "branch.facts",
+            "bind.facts",
+            "coverage.facts",
+            "edge_coverage.facts",
+        ] {
+            assert!(dump.join(f).is_file(), "{f} missing");
+        }
+        let manifest: toml::Value =
+            toml::from_str(&std::fs::read_to_string(dump.join("manifest.toml")).unwrap()).unwrap();
+        assert_eq!(manifest["format"].as_str(), Some("prosecutor-dump"));
+        let rerun = manifest["rerun"]["command"].as_array().unwrap();
+        assert!(rerun
+            .iter()
+            .any(|x| x.as_str() == Some("prosecutor_tracer.flip")));
+        let tests = manifest["test"].as_array().unwrap();
+        let by_id: HashMap<&str, &toml::Value> = tests
+            .iter()
+            .map(|t| (t["id"].as_str().unwrap(), t))
+            .collect();
+        let stmts: HashMap<String, Vec<String>> = facts(&dump, "stmt.facts")
+            .into_iter()
+            .map(|r| (r[0].clone(), r))
+            .collect();
+        let steps = facts(&dump, "step.facts");
+        let step_of = |trace: &str, i: i64| -> String {
+            steps
+                .iter()
+                .find(|r| r[0] == trace && r[1] == i.to_string())
+                .map(|r| r[2].clone())
+                .unwrap()
+        };
+        // the assertion failure: the failing assert of the test
+        let t = by_id["tests/test_stats.py::test_describe"];
+        assert_eq!(t["outcome"].as_str(), Some("fail"));
+        assert_eq!(t["failure_kind"].as_str(), Some("assertion"));
+        let tr = t["trace"].as_str().unwrap();
+        let fs = step_of(tr, t["failure_step"].as_integer().unwrap());
+        assert_eq!(stmts[&fs][3], "tests/test_stats.py");
+        assert!(
+            stmts[&fs][5].starts_with("assert describe"),
+            "{:?}",
+            stmts[&fs]
+        );
+        // the exception: the raise statement in the app code
+        let t = by_id["tests/test_stats.py::test_negative"];
+        assert_eq!(t["failure_kind"].as_str(), Some("exception"));
+        let tr2 = t["trace"].as_str().unwrap();
+        let fs = step_of(tr2, t["failure_step"].as_integer().unwrap());
+        assert_eq!(stmts[&fs][2], "throw");
+        assert_eq!(stmts[&fs][3], "stats.py");
+        assert_eq!(stmts[&fs][4], "5");
+        // branch outcomes: the `if x < 0` of test_negative is 0 then 1
+        let branches = facts(&dump, "branch.facts");
+        let if_stmt = "stats.py:4:8";
+        let outcomes: Vec<&str> = steps
+            .iter()
+            .filter(|r| r[0] == tr2 && r[2] == if_stmt)
+            .map(|r| {
+                branches
+                    .iter()
+                    .find(|b| b[0] == tr2 && b[1] == r[1])
+                    .map(|b| b[2].as_str())
+                    .expect("branch step without outcome")
+            })
+            .collect();
+        assert_eq!(outcomes, ["0", "1"]);
+        // every branch step has an outcome
+        for r in &steps {
+            if stmts[&r[2]][2] == "branch" {
+                assert!(branches.iter().any(|b| b[0] == r[0] && b[1] == r[1]));
+            }
+        }
+        // the keyword argument scale=2 of describe's call to mean is bound at run time
+        let binds = facts(&dump, "bind.facts");
+        assert!(
+            binds
+                .iter()
+                .any(|b| b[0] == tr && b[3] == "xs" && b[4] == "xs"),
+            "{binds:?}"
+        );
+        let frames = facts(&dump, "frame.facts");
+        assert!(frames
+            .iter()
+            .any(|f| f[0] == tr && f[2] == "stats.py::mean" && f[3] != "-"));
+        // loop head and CFG
+        assert!(facts(&dump, "loop_head.facts")
+            .iter()
+            .any(|r| r[0] == "stats.py:3:4"));
+        let cfg = facts(&dump, "cfg.facts");
+        assert!(cfg
+            .iter()
+            .any(|e| e[0] == "stats.py:4:8" && e[1] == "stats.py:5:12"));
+        // DEF/USE
+        let defs = facts(&dump, "def.facts");
+        assert!(defs
+            .iter()
+            .any(|r| r[0] == "stats.py:6:8" && r[1] == "total"));
+        let uses = facts(&dump, "use.facts");
+        assert!(uses.iter().any(|r| r[0] == "stats.py:6:8" && r[1] == "x"));
+        // coverage of every test, including the untraced-or-not passing one
+        let cov = facts(&dump, "coverage.facts");
+        assert!(cov
+            .iter()
+            .any(|r| r[0] == "tests/test_stats.py::test_mean" && r[1] == "stats.py:7:4"));
+        // the conditional expression is a flippable pseudo-statement
+        assert!(stmts
+            .keys()
+            .any(|k| k.starts_with("stats.py:12:") && k.ends_with(":if")));
+        // nothing written into the project
+        assert!(!d.path().join("src/__pycache__").exists());
+    }
+
+    #[test]
+    fn flip_runner_inverts_one_branch() {
+        if !have_pytest() {
+            return;
+        }
+        let d = project();
+        let s = trace(&opts(d.path())).expect("trace");
+        let manifest: toml::Value =
+            toml::from_str(&std::fs::read_to_string(s.dump.join("manifest.toml")).unwrap())
+                .unwrap();
+        let rerun = &manifest["rerun"];
+        let out = d.path().join("flip.json");
+        let argv: Vec<String> = rerun["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .unwrap()
+                    .replace("{test}", "tests/test_stats.py::test_negative")
+                    .replace("{stmt}", "stats.py:4:8")
+                    .replace("{occurrence}", "2")
+                    .replace("{out}", out.to_str().unwrap())
+            })
+            .collect();
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..])
+            .current_dir(rerun["cwd"].as_str().unwrap());
+        for (k, v) in rerun["env"].as_table().unwrap() {
+            c.env(k, v.as_str().unwrap());
+        }
+        let st = c.status().unwrap();
+        assert!(st.success());
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        // with the negative element not rejected, mean([1, -1]) == 0 holds: the test passes
+        assert_eq!(v["flipped"], serde_json::json!(true), "{v}");
+        assert_eq!(v["outcome"], serde_json::json!("pass"), "{v}");
+    }
+
+    #[test]
+    fn syntax_error_names_file_and_line() {
+        if !have_pytest() {
+            return;
+        }
+        let d = project();
+        write(d.path(), "src/broken.py", "def f(:\n    pass\n");
+        match trace(&opts(d.path())) {
+            Err(FrontendError::Syntax(m)) => {
+                assert!(m.contains("broken.py:1"), "{m}");
+            }
+            other => panic!("expected a syntax error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_failing_test_is_an_error() {
+        if !have_pytest() {
+            return;
+        }
+        let d = project();
+        write(
+            d.path(),
+            "tests/test_stats.py",
+            "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\nfrom stats import mean\n\ndef test_ok():\n    assert mean([1]) == 1\n",
+        );
+        match trace(&opts(d.path())) {
+            Err(FrontendError::NoFailingTest { passing: 1 }) => {}
+            other => panic!("expected NoFailingTest, got {other:?}"),
+        }
+        let mut o = opts(d.path());
+        o.command.push("-k".into());
+        o.command.push("nothing_matches".into());
+        match trace(&o) {
+            Err(FrontendError::NoTests { .. }) => {}
+            other => panic!("expected NoTests, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_command_and_src_are_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = PythonTraceOptions::new(d.path(), d.path().join("out"), vec![]);
+        assert!(matches!(trace(&o), Err(FrontendError::NoCommand)));
+        o.command = vec!["pytest".into()];
+        o.src = d.path().join("nope");
+        assert!(matches!(trace(&o), Err(FrontendError::SrcNotDir(_))));
+    }
+
+    #[test]
+    fn package_is_cached_by_content() {
+        let a = install_package().unwrap();
+        let b = install_package().unwrap();
+        assert_eq!(a, b);
+        assert!(a.join("prosecutor_tracer/plugin.py").is_file());
+    }
+}
