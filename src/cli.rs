@@ -37,6 +37,14 @@ pub enum Command {
     },
     /// Rank the source lines most likely to be the fault.
     Localize(LocalizeArgs),
+    /// Run a test command under the tracer and write a trace dump (Python/pytest).
+    Trace {
+        #[command(flatten)]
+        trace: TraceArgs,
+        /// The dump directory to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print the counterfactual experiments `localize` would run, as JSON.
     Plan {
         dump: PathBuf,
@@ -135,10 +143,55 @@ impl ModelArgs {
     }
 }
 
+#[derive(clap::Args, Debug, Clone)]
+pub struct TraceArgs {
+    /// The code under analysis (its statements are the suspects); tests outside it are test code.
+    #[arg(long)]
+    pub src: Option<PathBuf>,
+    /// Per-test timeout in seconds (a test running longer fails as a timeout).
+    #[arg(long, default_value_t = 10.0)]
+    pub test_timeout: f64,
+    /// How many passing tests get a full trace.
+    #[arg(long, default_value_t = 20)]
+    pub max_passing: usize,
+    /// Maximum recorded steps per test.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub step_cap: usize,
+    /// The test command, after `--` (e.g. `-- pytest tests/`).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+impl TraceArgs {
+    fn run(&self, out: PathBuf) -> Result<crate::frontend::python::TraceSummary, Error> {
+        let src = self.src.clone().ok_or_else(|| Error::Other("--src SRC is required to trace a test command".to_owned()))?;
+        let cwd = std::env::current_dir().map_err(|e| Error::Other(format!("no current directory: {e}")))?;
+        let mut o = crate::frontend::python::PythonTraceOptions::new(src, out, self.command.clone());
+        o.cwd = cwd;
+        o.test_timeout = std::time::Duration::from_secs_f64(self.test_timeout);
+        o.max_passing = self.max_passing;
+        o.step_cap = self.step_cap;
+        let s = crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))?;
+        for w in &s.warnings {
+            eprintln!("warning: {w}");
+        }
+        crate::progress::note(
+            false,
+            &format!("traced {} tests ({} failing, {} passing) into {}", s.traced, s.failing, s.passing, s.dump.display()),
+        );
+        Ok(s)
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct LocalizeArgs {
-    /// A trace dump directory (or use --src ... -- TEST COMMAND to trace first).
+    /// A trace dump directory (or give --src SRC -- TEST COMMAND to trace first).
     pub dump: Option<PathBuf>,
+    #[command(flatten)]
+    pub trace: TraceArgs,
+    /// Keep the dump written when tracing (default: a temporary directory).
+    #[arg(long)]
+    pub keep_dump: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
     /// Print only the N most suspicious entries.
@@ -205,7 +258,22 @@ pub fn try_main() -> Result<i32, Error> {
             .map_err(Error::Output)?;
         }
         Command::Localize(a) => {
-            let dump_dir = a.dump.clone().ok_or_else(|| Error::Other("localize needs a DUMP directory".to_owned()))?;
+            let tmp;
+            let dump_dir = match (&a.dump, a.trace.command.is_empty()) {
+                (Some(d), true) => d.clone(),
+                (Some(_), false) => return Err(Error::Other("give either a DUMP or --src SRC -- TEST COMMAND, not both".to_owned())),
+                (None, false) => {
+                    let out = match &a.keep_dump {
+                        Some(p) => p.clone(),
+                        None => {
+                            tmp = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+                            tmp.path().join("dump")
+                        }
+                    };
+                    a.trace.run(out)?.dump
+                }
+                (None, true) => return Err(Error::Other("localize needs a DUMP directory, or --src SRC -- TEST COMMAND".to_owned())),
+            };
             let (rules, mut o) = a.model.options()?;
             o.granularity = a.granularity;
             o.cfx = if a.no_cfx {
@@ -222,6 +290,10 @@ pub fn try_main() -> Result<i32, Error> {
             let dump = crate::dump::Dump::load(&dump_dir)?;
             let report = crate::localize::localize(&dump, &rules, &o)?;
             crate::report::write(&mut out, &report, a.format, a.top).map_err(Error::Output)?;
+        }
+        Command::Trace { trace, out: dir } => {
+            let s = trace.run(dir)?;
+            writeln!(out, "{}", s.dump.display()).map_err(Error::Output)?;
         }
         Command::Plan { dump, model } => {
             let (rules, o) = model.options()?;
