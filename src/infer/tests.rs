@@ -221,16 +221,20 @@ fn random_dag(rng: &mut SplitMix64, n: usize, max_in: usize) -> Dag {
     Dag::from_edges(n, &edges).unwrap()
 }
 
-/// Observed tolerance of loopy BP vs exact on small loopy graphs (in-degree ≤ 4).
+/// Stated accuracy of loopy BP against exact marginals on small, densely loopy random DAGs
+/// (8–17 vertices, in-degree ≤ 4, 30 % of the vertices observed): the worst vertex of the worst
+/// graph may be off by up to `LOOPY_MAX_TOL` (observed 0.457: short loops through a shared root
+/// and its child), the average marginal is off by less than `LOOPY_MEAN_TOL`, and at least 75 % of
+/// the graphs are within `LOOPY_TOL` at every vertex.
 const LOOPY_TOL: f64 = 0.05;
+const LOOPY_MAX_TOL: f64 = 0.5;
+const LOOPY_MEAN_TOL: f64 = 0.02;
 
 #[test]
 fn bp_is_close_to_exact_on_small_loopy_dags() {
     let mut rng = SplitMix64::new(99);
     let mut worst = 0.0f64;
-    let mut sum = 0.0f64;
-    let mut count = 0usize;
-    let mut graphs = 0;
+    let (mut sum, mut count, mut graphs, mut good) = (0.0f64, 0usize, 0usize, 0usize);
     for _ in 0..300 {
         let n = 8 + rng.below(10);
         let dag = random_dag(&mut rng, n, 4);
@@ -242,24 +246,146 @@ fn bp_is_close_to_exact_on_small_loopy_dags() {
             Err(e) => panic!("{e}"),
         };
         graphs += 1;
+        let mut graph_worst = 0.0f64;
         for o in [opts(Schedule::Sequential, false), opts(Schedule::Parallel, true)] {
-            let o = BpOptions { damping: if o.schedule == Schedule::Parallel { 0.3 } else { 0.0 }, tol: 1e-10, ..o };
+            let o = BpOptions { damping: 0.3, tol: 1e-10, ..o };
             let bp = loopy_bp(&dag, &cpd, &ev, &o).unwrap();
             assert!(bp.convergence.converged, "{:?}", bp.convergence);
             for (a, b) in bp.p_incorrect.iter().zip(&ex.p_incorrect) {
                 let d = (a - b).abs();
-                worst = worst.max(d);
+                graph_worst = graph_worst.max(d);
                 sum += d;
                 count += 1;
             }
         }
+        worst = worst.max(graph_worst);
+        good += (graph_worst <= LOOPY_TOL) as usize;
     }
+    let mean = sum / count as f64;
     eprintln!(
-        "loopy DAGs: {graphs} graphs, max |BP - exact| = {worst:.4}, mean = {:.2e}",
-        sum / count as f64
+        "loopy DAGs: {graphs} graphs, max |BP - exact| = {worst:.4}, mean = {mean:.2e}, \
+         graphs within {LOOPY_TOL}: {good}"
     );
     assert!(graphs > 150);
-    assert!(worst < LOOPY_TOL, "max error {worst}");
+    assert!(worst < LOOPY_MAX_TOL, "max error {worst}");
+    assert!(mean < LOOPY_MEAN_TOL, "mean error {mean}");
+    assert!(good as f64 >= 0.75 * graphs as f64, "{good} of {graphs}");
+}
+
+/// Independent, naive sum-product reference: explicit (factor, variable) messages as normalised
+/// probability pairs, factor messages by enumerating the full CPD table, flooding with damping.
+fn reference_bp(dag: &Dag, cpd: &Cpd, ev: &[Option<bool>], iters: usize, damping: f64) -> Vec<f64> {
+    let n = dag.len();
+    // scope of factor v: [v, parents...]
+    let scopes: Vec<Vec<usize>> = (0..n)
+        .map(|v| std::iter::once(v).chain(dag.parents(v as u32).iter().map(|&u| u as usize)).collect())
+        .collect();
+    // xs[0] = x_v, xs[1..] = parents (1 = incorrect)
+    let table = |xs: &[usize]| -> f64 {
+        let pc = if xs.len() == 1 { cpd.prior } else { cpd.p.powi(xs[1..].iter().sum::<usize>() as i32) };
+        if xs[0] == 1 { 1.0 - pc } else { pc }
+    };
+    let evm = |v: usize| -> [f64; 2] {
+        match ev[v] {
+            None => [1.0, 1.0],
+            Some(true) => [1.0, 0.0],
+            Some(false) => [0.0, 1.0],
+        }
+    };
+    let norm = |m: [f64; 2]| -> [f64; 2] {
+        let s = m[0] + m[1];
+        [m[0] / s, m[1] / s]
+    };
+    let mut f2v: Vec<Vec<[f64; 2]>> = scopes.iter().map(|s| vec![[0.5, 0.5]; s.len()]).collect();
+    let mut touch: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+    for (f, s) in scopes.iter().enumerate() {
+        for (i, &x) in s.iter().enumerate() {
+            touch[x].push((f, i));
+        }
+    }
+    for _ in 0..iters {
+        let v2f: Vec<Vec<[f64; 2]>> = scopes
+            .iter()
+            .enumerate()
+            .map(|(f, s)| {
+                s.iter()
+                    .map(|&x| {
+                        let mut m = evm(x);
+                        for &(g, j) in &touch[x] {
+                            if g != f {
+                                m = [m[0] * f2v[g][j][0], m[1] * f2v[g][j][1]];
+                            }
+                        }
+                        norm(m)
+                    })
+                    .collect()
+            })
+            .collect();
+        for (f, s) in scopes.iter().enumerate() {
+            let k = s.len();
+            let mut out = vec![[0.0f64; 2]; k];
+            for cfg in 0..(1usize << k) {
+                let xs: Vec<usize> = (0..k).map(|i| cfg >> i & 1).collect();
+                let t = table(&xs);
+                for i in 0..k {
+                    let mut w = t;
+                    for j in 0..k {
+                        if j != i {
+                            w *= v2f[f][j][xs[j]];
+                        }
+                    }
+                    out[i][xs[i]] += w;
+                }
+            }
+            for (i, o) in out.iter().enumerate() {
+                let new = norm(*o);
+                let old = f2v[f][i];
+                f2v[f][i] = norm([
+                    (1.0 - damping) * new[0] + damping * old[0],
+                    (1.0 - damping) * new[1] + damping * old[1],
+                ]);
+            }
+        }
+    }
+    (0..n)
+        .map(|x| {
+            let mut m = evm(x);
+            for &(g, j) in &touch[x] {
+                m = [m[0] * f2v[g][j][0], m[1] * f2v[g][j][1]];
+            }
+            norm(m)[1]
+        })
+        .collect()
+}
+
+#[test]
+fn bp_fixed_point_equals_naive_reference_bp_on_loopy_dags() {
+    // The loopy-BP error against exact inference is the method's, not the implementation's:
+    // the O(k) engine reaches the same fixed point as table-based sum-product.
+    let mut rng = SplitMix64::new(1234);
+    let mut checked = 0;
+    let mut worst = 0.0f64;
+    for _ in 0..80 {
+        let n = 6 + rng.below(8);
+        let dag = random_dag(&mut rng, n, 4);
+        let ev = random_evidence(&mut rng, n, 0.3);
+        let cpd = Cpd { p: 0.6 + 0.35 * rng.next_f64(), prior: 0.85 };
+        if exact(&dag, &cpd, &ev).is_err() {
+            continue;
+        }
+        let reference = reference_bp(&dag, &cpd, &ev, 1500, 0.3);
+        for o in all_opts() {
+            let o = BpOptions { damping: 0.3, tol: 1e-14, ..o };
+            let bp = loopy_bp(&dag, &cpd, &ev, &o).unwrap();
+            assert!(bp.convergence.converged);
+            let d = max_abs_diff(&bp.p_incorrect, &reference);
+            worst = worst.max(d);
+            assert!(d < 1e-9, "{o:?}: {d}\n{:?}\n{ev:?}", dag.edges());
+        }
+        checked += 1;
+    }
+    assert!(checked > 40);
+    eprintln!("reference BP: {checked} graphs, max |BP - reference| = {worst:.2e}");
 }
 
 // ---------------------------------------------------------------- behaviour
@@ -294,7 +420,11 @@ fn failing_evidence_raises_and_passing_evidence_lowers_suspicion() {
     // ...and shifts the blame to s1, which a does not depend on.
     assert!(after_pass.p_incorrect[s1 as usize] > after_fail.p_incorrect[s1 as usize]);
     assert!(ex_pass.p_incorrect[s1 as usize] > ex_fail.p_incorrect[s1 as usize]);
-    assert!(max_abs_diff(&after_pass.p_incorrect, &ex_pass.p_incorrect) < LOOPY_TOL);
+    // This 5-vertex graph has short loops (s1 -> b -> c, s1 -> c); loopy BP keeps the
+    // direction of every change but not the exact values (max error 0.18 here).
+    let reference = reference_bp(&dag, &cpd, &pass, 500, 0.0);
+    assert!(max_abs_diff(&after_pass.p_incorrect, &reference) < 1e-9);
+    assert!(max_abs_diff(&after_pass.p_incorrect, &ex_pass.p_incorrect) < 0.2);
 }
 
 #[test]
