@@ -28,8 +28,10 @@ fn clamp_of(obs: bool) -> f64 {
 }
 
 /// Applies damping to a new factor message and returns (stored value, change in probability).
+/// The change is only computed exactly when it could exceed `floor` (the largest change seen so
+/// far in this batch), using `|σ(a) - σ(b)| ≤ |a - b| / 4`; otherwise 0 is returned.
 #[inline]
-fn damp(new: f64, old: f64, damping: f64, log_domain: bool) -> (f64, f64) {
+fn damp(new: f64, old: f64, damping: f64, log_domain: bool, floor: f64) -> (f64, f64) {
     let stored = if damping == 0.0 {
         new
     } else if log_domain {
@@ -39,7 +41,12 @@ fn damp(new: f64, old: f64, damping: f64, log_domain: bool) -> (f64, f64) {
         let a = (1.0 - damping) * sigmoid(-new) + damping * sigmoid(-old);
         (b / a).ln()
     };
-    let change = (sigmoid(stored) - sigmoid(old)).abs();
+    // NaN bound (∞ - ∞: same certainty) compares false: no change.
+    let change = if (stored - old).abs() * 0.25 > floor {
+        (sigmoid(stored) - sigmoid(old)).abs()
+    } else {
+        0.0
+    };
     (stored, change)
 }
 
@@ -85,12 +92,34 @@ impl Acc {
 struct Engine<'a> {
     dag: &'a Dag,
     evidence: &'a [Option<bool>],
+    /// `pi_static[v]`: all parents of v are observed, so `π_v` never changes after iteration 1.
+    pi_static: Vec<bool>,
+    /// `lam_static[v]`: additionally v is observed, so the factor's `λ` outputs never change.
+    lam_static: Vec<bool>,
     kern: FactorKernel,
     damping: f64,
     log_domain: bool,
 }
 
 impl Engine<'_> {
+    /// Messages with constant inputs are set undamped (they are final after one update).
+    #[inline]
+    fn pi_damping(&self, v: usize) -> f64 {
+        if self.pi_static[v] {
+            0.0
+        } else {
+            self.damping
+        }
+    }
+    #[inline]
+    fn lam_damping(&self, v: usize) -> f64 {
+        if self.lam_static[v] {
+            0.0
+        } else {
+            self.damping
+        }
+    }
+
     /// Factor `f_v`: new `π_v` from `pi_e` (`g` is a gather buffer).
     #[inline]
     fn factor_pi(&self, v: usize, pi_e: &[f64], g: &mut Vec<f64>) -> f64 {
@@ -154,14 +183,14 @@ impl Engine<'_> {
     }
 
     /// One sequential iteration: forward sweep (π) then backward sweep (λ).
-    fn sweep(&self, st: &mut State, s: &mut Scratch, g: &mut Vec<f64>, buf: &mut Vec<f64>) -> Acc {
+    fn sweep(&self, st: &mut State, s: &mut Scratch, g: &mut Vec<f64>, buf: &mut Vec<f64>, first: bool) -> Acc {
         let dag = self.dag;
         let mut acc = Acc::new();
         for &v in dag.topological_order() {
             let v = v as usize;
-            if !dag.parents(v as u32).is_empty() {
+            if !dag.parents(v as u32).is_empty() && (first || !self.pi_static[v]) {
                 let new = self.factor_pi(v, &st.pi_e, g);
-                let (stored, ch) = damp(new, st.pi_v[v], self.damping, self.log_domain);
+                let (stored, ch) = damp(new, st.pi_v[v], self.pi_damping(v), self.log_domain, acc.max_change);
                 acc.check(stored, v);
                 acc.change(ch);
                 st.pi_v[v] = stored;
@@ -185,11 +214,11 @@ impl Engine<'_> {
                 st.lam_v[v] = l;
             }
             let (lo, hi) = (dag.par_off()[v], dag.par_off()[v + 1]);
-            if hi > lo {
+            if hi > lo && (first || !self.lam_static[v]) {
                 buf.resize(hi - lo, 0.0);
                 self.factor_lam(v, &st.pi_e, st.lam_v[v], buf, s, g);
                 for (i, &new) in buf.iter().enumerate() {
-                    let (stored, ch) = damp(new, st.lam_e[lo + i], self.damping, self.log_domain);
+                    let (stored, ch) = damp(new, st.lam_e[lo + i], self.lam_damping(v), self.log_domain, acc.max_change);
                     acc.check(stored, v);
                     acc.change(ch);
                     st.lam_e[lo + i] = stored;
@@ -201,7 +230,7 @@ impl Engine<'_> {
 
     /// One flooding iteration: all factor messages from the old variable messages (parallel over
     /// vertex chunks), then all variable messages from the new factor messages.
-    fn flood(&self, st: &mut State, fchunks: &[usize], vchunks: &[usize]) -> Acc {
+    fn flood(&self, st: &mut State, fchunks: &[usize], vchunks: &[usize], first: bool) -> Acc {
         let dag = self.dag;
         // Phase A: factors.
         let acc_a = {
@@ -218,19 +247,22 @@ impl Engine<'_> {
                     let base = dag.par_off()[a];
                     for v in a..b {
                         let (lo, hi) = (dag.par_off()[v] - base, dag.par_off()[v + 1] - base);
-                        if hi == lo {
+                        if hi == lo || (!first && self.lam_static[v]) {
                             continue;
                         }
-                        let new = self.factor_pi(v, pi_e, &mut g);
-                        let (stored, ch) = damp(new, pv[v - a], self.damping, self.log_domain);
-                        acc.check(stored, v);
-                        acc.change(ch);
-                        pv[v - a] = stored;
+                        if first || !self.pi_static[v] {
+                            let new = self.factor_pi(v, pi_e, &mut g);
+                            let (stored, ch) =
+                                damp(new, pv[v - a], self.pi_damping(v), self.log_domain, acc.max_change);
+                            acc.check(stored, v);
+                            acc.change(ch);
+                            pv[v - a] = stored;
+                        }
                         buf.resize(hi - lo, 0.0);
                         self.factor_lam(v, pi_e, lam_v[v], &mut buf, &mut s, &mut g);
                         for (i, &new) in buf.iter().enumerate() {
                             let (stored, ch) =
-                                damp(new, le[lo + i], self.damping, self.log_domain);
+                                damp(new, le[lo + i], self.lam_damping(v), self.log_domain, acc.max_change);
                             acc.check(stored, v);
                             acc.change(ch);
                             le[lo + i] = stored;
@@ -326,9 +358,17 @@ pub fn loopy_bp(
     cpd.validate()?;
     opts.validate()?;
     check_evidence(dag, evidence)?;
+    let pi_static: Vec<bool> = (0..dag.len())
+        .map(|v| dag.parents(v as u32).iter().all(|&u| evidence[u as usize].is_some()))
+        .collect();
+    let lam_static: Vec<bool> = (0..dag.len())
+        .map(|v| pi_static[v] && evidence[v].is_some())
+        .collect();
     let eng = Engine {
         dag,
         evidence,
+        pi_static,
+        lam_static,
         kern: FactorKernel::new(cpd.p, cpd.prior, opts.log_domain),
         damping: opts.damping,
         log_domain: opts.log_domain,
@@ -351,8 +391,8 @@ pub fn loopy_bp(
     conv.converged = false;
     for it in 1..=opts.max_iter {
         let acc = match opts.schedule {
-            Schedule::Sequential => eng.sweep(&mut st, &mut s, &mut g, &mut buf),
-            Schedule::Parallel => eng.flood(&mut st, &fchunks, &vchunks),
+            Schedule::Sequential => eng.sweep(&mut st, &mut s, &mut g, &mut buf, it == 1),
+            Schedule::Parallel => eng.flood(&mut st, &fchunks, &vchunks, it == 1),
         };
         if let Some(v) = acc.contradiction {
             return Err(InferError::ImpossibleEvidence { vertex: Some(v) });
