@@ -3,9 +3,7 @@
 use rayon::prelude::*;
 
 use super::kernel::{clip, sigmoid, FactorKernel, Scratch};
-use super::{
-    check_evidence, BpOptions, Convergence, Cpd, Dag, InferError, Marginals, Schedule,
-};
+use super::{check_evidence, BpOptions, Convergence, Cpd, Dag, InferError, Marginals, Schedule};
 
 /// Message state. Factor-to-variable messages: `pi_v[v]` (f_v → v) and `lam_e[pos]`
 /// (f_v → u, indexed by the position of u in v's parent list). Variable-to-factor messages:
@@ -93,8 +91,11 @@ struct Engine<'a> {
     dag: &'a Dag,
     evidence: &'a [Option<bool>],
     /// `pi_static[v]`: all parents of v are observed, so `π_v` never changes after iteration 1.
+    /// (`π_v` of an observed v is not used by any message; it is computed once, at the end.)
     pi_static: Vec<bool>,
-    /// `lam_static[v]`: additionally v is observed, so the factor's `λ` outputs never change.
+    /// `lam_static[v]`: the factor's `λ` outputs never change after iteration 1: v is observed
+    /// correct (then `λ_{v→u} = ln p` whatever the other parents do, as `λ(0) = C_{¬u}`,
+    /// `λ(1) = p·C_{¬u}`), or v and all its parents are observed.
     lam_static: Vec<bool>,
     kern: FactorKernel,
     damping: f64,
@@ -131,7 +132,15 @@ impl Engine<'_> {
 
     /// Factor `f_v`: new `λ_{v→u}` for all parents into `out` (not damped yet).
     #[inline]
-    fn factor_lam(&self, v: usize, pi_e: &[f64], lam_v: f64, out: &mut [f64], s: &mut Scratch, g: &mut Vec<f64>) {
+    fn factor_lam(
+        &self,
+        v: usize,
+        pi_e: &[f64],
+        lam_v: f64,
+        out: &mut [f64],
+        s: &mut Scratch,
+        g: &mut Vec<f64>,
+    ) {
         let (lo, hi) = (self.dag.par_off()[v], self.dag.par_off()[v + 1]);
         g.clear();
         g.extend(self.dag.par_to_ch()[lo..hi].iter().map(|&j| pi_e[j]));
@@ -140,7 +149,14 @@ impl Engine<'_> {
 
     /// Variable `v` (unobserved): `λ_v = Σ_c λ_{c→v}` and `π_{v→c}` for every child into `out`.
     #[inline]
-    fn var_out(&self, v: usize, pi_v: f64, lam_e: &[f64], out: &mut [f64], pre: &mut Vec<f64>) -> f64 {
+    fn var_out(
+        &self,
+        v: usize,
+        pi_v: f64,
+        lam_e: &[f64],
+        out: &mut [f64],
+        pre: &mut Vec<f64>,
+    ) -> f64 {
         let (lo, hi) = (self.dag.ch_off()[v], self.dag.ch_off()[v + 1]);
         let c2p = &self.dag.ch_to_par()[lo..hi];
         pre.clear();
@@ -183,14 +199,30 @@ impl Engine<'_> {
     }
 
     /// One sequential iteration: forward sweep (π) then backward sweep (λ).
-    fn sweep(&self, st: &mut State, s: &mut Scratch, g: &mut Vec<f64>, buf: &mut Vec<f64>, first: bool) -> Acc {
+    fn sweep(
+        &self,
+        st: &mut State,
+        s: &mut Scratch,
+        g: &mut Vec<f64>,
+        buf: &mut Vec<f64>,
+        first: bool,
+    ) -> Acc {
         let dag = self.dag;
         let mut acc = Acc::new();
         for &v in dag.topological_order() {
             let v = v as usize;
-            if !dag.parents(v as u32).is_empty() && (first || !self.pi_static[v]) {
+            if !dag.parents(v as u32).is_empty()
+                && self.evidence[v].is_none()
+                && (first || !self.pi_static[v])
+            {
                 let new = self.factor_pi(v, &st.pi_e, g);
-                let (stored, ch) = damp(new, st.pi_v[v], self.pi_damping(v), self.log_domain, acc.max_change);
+                let (stored, ch) = damp(
+                    new,
+                    st.pi_v[v],
+                    self.pi_damping(v),
+                    self.log_domain,
+                    acc.max_change,
+                );
                 acc.check(stored, v);
                 acc.change(ch);
                 st.pi_v[v] = stored;
@@ -218,7 +250,13 @@ impl Engine<'_> {
                 buf.resize(hi - lo, 0.0);
                 self.factor_lam(v, &st.pi_e, st.lam_v[v], buf, s, g);
                 for (i, &new) in buf.iter().enumerate() {
-                    let (stored, ch) = damp(new, st.lam_e[lo + i], self.lam_damping(v), self.log_domain, acc.max_change);
+                    let (stored, ch) = damp(
+                        new,
+                        st.lam_e[lo + i],
+                        self.lam_damping(v),
+                        self.log_domain,
+                        acc.max_change,
+                    );
                     acc.check(stored, v);
                     acc.change(ch);
                     st.lam_e[lo + i] = stored;
@@ -247,22 +285,35 @@ impl Engine<'_> {
                     let base = dag.par_off()[a];
                     for v in a..b {
                         let (lo, hi) = (dag.par_off()[v] - base, dag.par_off()[v + 1] - base);
-                        if hi == lo || (!first && self.lam_static[v]) {
+                        if hi == lo {
                             continue;
                         }
-                        if first || !self.pi_static[v] {
+                        if self.evidence[v].is_none() && (first || !self.pi_static[v]) {
                             let new = self.factor_pi(v, pi_e, &mut g);
-                            let (stored, ch) =
-                                damp(new, pv[v - a], self.pi_damping(v), self.log_domain, acc.max_change);
+                            let (stored, ch) = damp(
+                                new,
+                                pv[v - a],
+                                self.pi_damping(v),
+                                self.log_domain,
+                                acc.max_change,
+                            );
                             acc.check(stored, v);
                             acc.change(ch);
                             pv[v - a] = stored;
                         }
+                        if !first && self.lam_static[v] {
+                            continue;
+                        }
                         buf.resize(hi - lo, 0.0);
                         self.factor_lam(v, pi_e, lam_v[v], &mut buf, &mut s, &mut g);
                         for (i, &new) in buf.iter().enumerate() {
-                            let (stored, ch) =
-                                damp(new, le[lo + i], self.lam_damping(v), self.log_domain, acc.max_change);
+                            let (stored, ch) = damp(
+                                new,
+                                le[lo + i],
+                                self.lam_damping(v),
+                                self.log_domain,
+                                acc.max_change,
+                            );
                             acc.check(stored, v);
                             acc.change(ch);
                             le[lo + i] = stored;
@@ -312,7 +363,12 @@ type Part<'a> = (usize, usize, &'a mut [f64], &'a mut [f64]);
 
 /// Splits per-vertex data `vd` and per-edge data `ed` (CSR offsets `off`) at the vertex
 /// boundaries `bounds` (0 = b_0 < b_1 < ... = n).
-fn split<'a>(bounds: &[usize], off: &[usize], vd: &'a mut [f64], ed: &'a mut [f64]) -> Vec<Part<'a>> {
+fn split<'a>(
+    bounds: &[usize],
+    off: &[usize],
+    vd: &'a mut [f64],
+    ed: &'a mut [f64],
+) -> Vec<Part<'a>> {
     let mut out = Vec::with_capacity(bounds.len());
     let (mut vrest, mut erest) = (vd, ed);
     for w in bounds.windows(2) {
@@ -359,10 +415,14 @@ pub fn loopy_bp(
     opts.validate()?;
     check_evidence(dag, evidence)?;
     let pi_static: Vec<bool> = (0..dag.len())
-        .map(|v| dag.parents(v as u32).iter().all(|&u| evidence[u as usize].is_some()))
+        .map(|v| {
+            dag.parents(v as u32)
+                .iter()
+                .all(|&u| evidence[u as usize].is_some())
+        })
         .collect();
     let lam_static: Vec<bool> = (0..dag.len())
-        .map(|v| pi_static[v] && evidence[v].is_some())
+        .map(|v| evidence[v] == Some(true) || (pi_static[v] && evidence[v].is_some()))
         .collect();
     let eng = Engine {
         dag,
@@ -380,11 +440,14 @@ pub fn loopy_bp(
         converged: true,
     };
     if dag.is_empty() {
-        return beliefs(dag, evidence, &st, conv);
+        return eng.beliefs(&mut st, conv);
     }
     let target = 1 << 14;
     let (fchunks, vchunks) = match opts.schedule {
-        Schedule::Parallel => (chunk_bounds(dag.par_off(), target), chunk_bounds(dag.ch_off(), target)),
+        Schedule::Parallel => (
+            chunk_bounds(dag.par_off(), target),
+            chunk_bounds(dag.ch_off(), target),
+        ),
         Schedule::Sequential => (Vec::new(), Vec::new()),
     };
     let (mut s, mut g, mut buf) = (Scratch::default(), Vec::new(), Vec::new());
@@ -404,40 +467,50 @@ pub fn loopy_bp(
             break;
         }
     }
-    beliefs(dag, evidence, &st, conv)
+    eng.beliefs(&mut st, conv)
 }
 
-fn beliefs(dag: &Dag, evidence: &[Option<bool>], st: &State, convergence: Convergence) -> Result<Marginals, InferError> {
-    let n = dag.len();
-    let mut p_incorrect = Vec::with_capacity(n);
-    let mut log_odds_incorrect = Vec::with_capacity(n);
-    for v in 0..n {
-        let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
-        let s: f64 = st.pi_v[v]
-            + dag.ch_to_par()[lo..hi]
-                .iter()
-                .map(|&j| st.lam_e[j])
-                .sum::<f64>();
-        let impossible = match evidence[v] {
-            None => s.is_nan(),
-            Some(true) => s.is_nan() || s == f64::INFINITY,
-            Some(false) => s.is_nan() || s == f64::NEG_INFINITY,
-        };
-        if impossible {
-            return Err(InferError::ImpossibleEvidence {
-                vertex: Some(v as u32),
-            });
+impl Engine<'_> {
+    fn beliefs(&self, st: &mut State, convergence: Convergence) -> Result<Marginals, InferError> {
+        let (dag, evidence) = (self.dag, self.evidence);
+        let n = dag.len();
+        // π_v of observed vertices (only needed to detect contradictions).
+        let mut g = Vec::new();
+        for v in 0..n {
+            if evidence[v].is_some() && !dag.parents(v as u32).is_empty() {
+                st.pi_v[v] = self.factor_pi(v, &st.pi_e, &mut g);
+            }
         }
-        let l = match evidence[v] {
-            None => s,
-            Some(obs) => clamp_of(obs),
-        };
-        log_odds_incorrect.push(l);
-        p_incorrect.push(sigmoid(l));
+        let mut p_incorrect = Vec::with_capacity(n);
+        let mut log_odds_incorrect = Vec::with_capacity(n);
+        for v in 0..n {
+            let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
+            let s: f64 = st.pi_v[v]
+                + dag.ch_to_par()[lo..hi]
+                    .iter()
+                    .map(|&j| st.lam_e[j])
+                    .sum::<f64>();
+            let impossible = match evidence[v] {
+                None => s.is_nan(),
+                Some(true) => s.is_nan() || s == f64::INFINITY,
+                Some(false) => s.is_nan() || s == f64::NEG_INFINITY,
+            };
+            if impossible {
+                return Err(InferError::ImpossibleEvidence {
+                    vertex: Some(v as u32),
+                });
+            }
+            let l = match evidence[v] {
+                None => s,
+                Some(obs) => clamp_of(obs),
+            };
+            log_odds_incorrect.push(l);
+            p_incorrect.push(sigmoid(l));
+        }
+        Ok(Marginals {
+            p_incorrect,
+            log_odds_incorrect,
+            convergence,
+        })
     }
-    Ok(Marginals {
-        p_incorrect,
-        log_odds_incorrect,
-        convergence,
-    })
 }
