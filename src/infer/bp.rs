@@ -13,6 +13,8 @@ struct State {
     lam_e: Vec<f64>,
     lam_v: Vec<f64>,
     pi_e: Vec<f64>,
+    /// Sum of the constant (static-factor) `λ_{c→v}` of each unobserved v, set after iteration 1.
+    const_lam: Vec<f64>,
 }
 
 /// Clamp log-odds of an observation (`Some(true)` = correct).
@@ -97,6 +99,10 @@ struct Engine<'a> {
     /// correct (then `λ_{v→u} = ln p` whatever the other parents do, as `λ(0) = C_{¬u}`,
     /// `λ(1) = p·C_{¬u}`), or v and all its parents are observed.
     lam_static: Vec<bool>,
+    /// Per unobserved vertex, the child-list positions (into `Dag::ch`) of the children whose
+    /// factor is not `lam_static`; only these exchange changing messages after iteration 1.
+    dyn_off: Vec<usize>,
+    dyn_pos: Vec<usize>,
     kern: FactorKernel,
     damping: f64,
     log_domain: bool,
@@ -147,6 +153,36 @@ impl Engine<'_> {
         self.kern.lam_out(g, lam_v, out, s);
     }
 
+    /// Like [`Self::var_out`] after iteration 1: only the dynamic children, plus the constant
+    /// sum of the static ones. `out` holds child positions `base..`.
+    #[inline]
+    fn var_out_dyn(
+        &self,
+        v: usize,
+        pi_v: f64,
+        const_lam: f64,
+        lam_e: &[f64],
+        out: &mut [f64],
+        base: usize,
+        pre: &mut Vec<f64>,
+    ) -> f64 {
+        let pos = &self.dyn_pos[self.dyn_off[v]..self.dyn_off[v + 1]];
+        let c2p = self.dag.ch_to_par();
+        pre.clear();
+        let mut acc = const_lam;
+        for &j in pos {
+            pre.push(acc);
+            acc += lam_e[c2p[j]];
+        }
+        let total = acc;
+        let mut suf = 0.0f64;
+        for (i, &j) in pos.iter().enumerate().rev() {
+            out[j - base] = clip(pi_v + pre[i] + suf);
+            suf += lam_e[c2p[j]];
+        }
+        clip(total)
+    }
+
     /// Variable `v` (unobserved): `λ_v = Σ_c λ_{c→v}` and `π_{v→c}` for every child into `out`.
     #[inline]
     fn var_out(
@@ -183,6 +219,7 @@ impl Engine<'_> {
             lam_e: vec![0.0; m],
             lam_v: vec![0.0; n],
             pi_e: vec![0.0; m],
+            const_lam: vec![0.0; n],
         };
         for v in 0..n {
             if dag.parents(v as u32).is_empty() {
@@ -229,7 +266,19 @@ impl Engine<'_> {
             }
             if self.evidence[v].is_none() {
                 let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
-                let _ = self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], buf);
+                if first {
+                    let _ = self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], buf);
+                } else {
+                    let _ = self.var_out_dyn(
+                        v,
+                        st.pi_v[v],
+                        st.const_lam[v],
+                        &st.lam_e,
+                        &mut st.pi_e,
+                        0,
+                        buf,
+                    );
+                }
                 for &x in &st.pi_e[lo..hi] {
                     acc.check(x, v);
                 }
@@ -240,7 +289,16 @@ impl Engine<'_> {
             if self.evidence[v].is_none() {
                 // λ_v = Σ_c λ_{c→v}
                 let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
-                let l: f64 = dag.ch_to_par()[lo..hi].iter().map(|&j| st.lam_e[j]).sum();
+                let l: f64 = if first {
+                    dag.ch_to_par()[lo..hi].iter().map(|&j| st.lam_e[j]).sum()
+                } else {
+                    let c2p = dag.ch_to_par();
+                    st.const_lam[v]
+                        + self.dyn_pos[self.dyn_off[v]..self.dyn_off[v + 1]]
+                            .iter()
+                            .map(|&j| st.lam_e[c2p[j]])
+                            .sum::<f64>()
+                };
                 let l = clip(l);
                 acc.check(l, v);
                 st.lam_v[v] = l;
@@ -328,6 +386,7 @@ impl Engine<'_> {
             let parts = split(vchunks, dag.ch_off(), &mut st.lam_v, &mut st.pi_e);
             let pi_v = &st.pi_v;
             let lam_e = &st.lam_e;
+            let const_lam = &st.const_lam;
             parts
                 .into_par_iter()
                 .map(|(a, b, lv, pe)| {
@@ -339,7 +398,11 @@ impl Engine<'_> {
                             continue;
                         }
                         let (lo, hi) = (dag.ch_off()[v] - base, dag.ch_off()[v + 1] - base);
-                        let l = self.var_out(v, pi_v[v], lam_e, &mut pe[lo..hi], &mut pre);
+                        let l = if first {
+                            self.var_out(v, pi_v[v], lam_e, &mut pe[lo..hi], &mut pre)
+                        } else {
+                            self.var_out_dyn(v, pi_v[v], const_lam[v], lam_e, pe, base, &mut pre)
+                        };
                         acc.check(l, v);
                         for &x in &pe[lo..hi] {
                             acc.check(x, v);
@@ -424,11 +487,27 @@ pub fn loopy_bp(
     let lam_static: Vec<bool> = (0..dag.len())
         .map(|v| evidence[v] == Some(true) || (pi_static[v] && evidence[v].is_some()))
         .collect();
+    let mut dyn_off = Vec::with_capacity(dag.len() + 1);
+    let mut dyn_pos = Vec::new();
+    dyn_off.push(0);
+    for (v, e) in evidence.iter().enumerate() {
+        if e.is_none() {
+            let lo = dag.ch_off()[v];
+            for (i, &c) in dag.children(v as u32).iter().enumerate() {
+                if !lam_static[c as usize] {
+                    dyn_pos.push(lo + i);
+                }
+            }
+        }
+        dyn_off.push(dyn_pos.len());
+    }
     let eng = Engine {
         dag,
         evidence,
         pi_static,
         lam_static,
+        dyn_off,
+        dyn_pos,
         kern: FactorKernel::new(cpd.p, cpd.prior, opts.log_domain),
         damping: opts.damping,
         log_domain: opts.log_domain,
@@ -460,6 +539,9 @@ pub fn loopy_bp(
         if let Some(v) = acc.contradiction {
             return Err(InferError::ImpossibleEvidence { vertex: Some(v) });
         }
+        if it == 1 {
+            eng.set_const_lam(&mut st);
+        }
         conv.iterations = it;
         conv.max_change = acc.max_change;
         if acc.max_change <= opts.tol {
@@ -471,8 +553,33 @@ pub fn loopy_bp(
 }
 
 impl Engine<'_> {
+    /// Sums the (now final) messages of static factors into `const_lam`.
+    fn set_const_lam(&self, st: &mut State) {
+        let dag = self.dag;
+        for v in 0..dag.len() {
+            if self.evidence[v].is_none() {
+                let lo = dag.ch_off()[v];
+                st.const_lam[v] = dag
+                    .children(v as u32)
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &c)| self.lam_static[c as usize])
+                    .map(|(i, _)| st.lam_e[dag.ch_to_par()[lo + i]])
+                    .sum();
+            }
+        }
+    }
+
     fn beliefs(&self, st: &mut State, convergence: Convergence) -> Result<Marginals, InferError> {
         let (dag, evidence) = (self.dag, self.evidence);
+        // Refresh every π_{u→c} (after iteration 1 only those to dynamic factors were updated).
+        let mut pre = Vec::new();
+        for v in 0..dag.len() {
+            if evidence[v].is_none() {
+                let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
+                let _ = self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], &mut pre);
+            }
+        }
         let n = dag.len();
         // π_v of observed vertices (only needed to detect contradictions).
         let mut g = Vec::new();
