@@ -103,12 +103,27 @@ struct Engine<'a> {
     /// factor is not `lam_static`; only these exchange changing messages after iteration 1.
     dyn_off: Vec<usize>,
     dyn_pos: Vec<usize>,
+    /// Vertices with work after iteration 1 (unobserved, or a factor with changing `λ`
+    /// outputs), in topological order, and sorted by id.
+    active: Vec<u32>,
+    active_sorted: Vec<u32>,
     kern: FactorKernel,
     damping: f64,
     log_domain: bool,
 }
 
 impl Engine<'_> {
+    /// The vertices of `a..b` to visit in this iteration.
+    fn range(&self, a: usize, b: usize, first: bool) -> Box<dyn Iterator<Item = usize> + '_> {
+        if first {
+            Box::new(a..b)
+        } else {
+            let lo = self.active_sorted.partition_point(|&v| (v as usize) < a);
+            let hi = self.active_sorted.partition_point(|&v| (v as usize) < b);
+            Box::new(self.active_sorted[lo..hi].iter().map(|&v| v as usize))
+        }
+    }
+
     /// Messages with constant inputs are set undamped (they are final after one update).
     #[inline]
     fn pi_damping(&self, v: usize) -> f64 {
@@ -246,7 +261,12 @@ impl Engine<'_> {
     ) -> Acc {
         let dag = self.dag;
         let mut acc = Acc::new();
-        for &v in dag.topological_order() {
+        let order = if first {
+            dag.topological_order()
+        } else {
+            &self.active
+        };
+        for &v in order {
             let v = v as usize;
             if !dag.parents(v as u32).is_empty()
                 && self.evidence[v].is_none()
@@ -284,7 +304,7 @@ impl Engine<'_> {
                 }
             }
         }
-        for &v in dag.topological_order().iter().rev() {
+        for &v in order.iter().rev() {
             let v = v as usize;
             if self.evidence[v].is_none() {
                 // λ_v = Σ_c λ_{c→v}
@@ -341,7 +361,7 @@ impl Engine<'_> {
                     let mut buf = Vec::new();
                     let mut acc = Acc::new();
                     let base = dag.par_off()[a];
-                    for v in a..b {
+                    for v in self.range(a, b, first) {
                         let (lo, hi) = (dag.par_off()[v] - base, dag.par_off()[v + 1] - base);
                         if hi == lo {
                             continue;
@@ -393,7 +413,7 @@ impl Engine<'_> {
                     let mut pre = Vec::new();
                     let mut acc = Acc::new();
                     let base = dag.ch_off()[a];
-                    for v in a..b {
+                    for v in self.range(a, b, first) {
                         if self.evidence[v].is_some() {
                             continue;
                         }
@@ -501,6 +521,14 @@ pub fn loopy_bp(
         }
         dyn_off.push(dyn_pos.len());
     }
+    let active: Vec<u32> = dag
+        .topological_order()
+        .iter()
+        .copied()
+        .filter(|&v| evidence[v as usize].is_none() || !lam_static[v as usize])
+        .collect();
+    let mut active_sorted = active.clone();
+    active_sorted.sort_unstable();
     let eng = Engine {
         dag,
         evidence,
@@ -508,6 +536,8 @@ pub fn loopy_bp(
         lam_static,
         dyn_off,
         dyn_pos,
+        active,
+        active_sorted,
         kern: FactorKernel::new(cpd.p, cpd.prior, opts.log_domain),
         damping: opts.damping,
         log_domain: opts.log_domain,

@@ -96,6 +96,25 @@ impl Dag {
             }
         }
 
+        // When ids already follow creation order (every parent id < child id, as in EPGs built
+        // from traces) the identity is a topological order with the best memory locality.
+        if (0..n).all(|v| {
+            par[par_off[v]..par_off[v + 1]]
+                .iter()
+                .all(|&u| (u as usize) < v)
+        }) {
+            let topo = (0..n as u32).collect();
+            return Ok(Dag {
+                n,
+                par_off,
+                par,
+                ch_off,
+                ch,
+                ch_to_par,
+                par_to_ch,
+                topo,
+            });
+        }
         // Kahn's algorithm for a topological order.
         let mut indeg: Vec<u32> = (0..n)
             .map(|v| (par_off[v + 1] - par_off[v]) as u32)

@@ -719,3 +719,32 @@ fn print_bp_timings() {
         .unwrap_or(1_000_000);
     println!("{}", bench_report(n, 2));
 }
+
+#[test]
+#[ignore = "profiling helper"]
+fn zz_profile_one() {
+    let n: usize = std::env::var("PROSECUTOR_BENCH_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50_000);
+    let seq = std::env::var("SEQ").is_ok();
+    let (dag, ev) = synthetic_dag(n, 1);
+    let o = BpOptions {
+        schedule: if seq {
+            Schedule::Sequential
+        } else {
+            Schedule::Parallel
+        },
+        ..Default::default()
+    };
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        let m = loopy_bp(&dag, &Cpd::default(), &ev, &o).unwrap();
+        println!(
+            "{:?} {:.3}s {:?}",
+            o.schedule,
+            t.elapsed().as_secs_f64(),
+            m.convergence
+        );
+    }
+}
