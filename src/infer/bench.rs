@@ -59,7 +59,9 @@ pub fn bench_runs(
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(t)
             .build()
-            .map_err(|e| InferError::BadParameter(format!("cannot build a {t}-thread pool: {e}")))?;
+            .map_err(|e| {
+                InferError::BadParameter(format!("cannot build a {t}-thread pool: {e}"))
+            })?;
         let opts = BpOptions {
             schedule,
             log_domain,
