@@ -8,7 +8,7 @@ use std::path::Path;
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{make_var, permuted_index, sort_dedup, DynVar, Exec};
+use crate::eval::{make_var, permuted_index, sort_dedup, DynVar, Exec, RowBuf};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -396,7 +396,8 @@ impl Program {
                 Some(rel) => {
                     let mut rows = rel.rows;
                     encode_columns(&mut rows, &types);
-                    data.push(sort_dedup(d.arity(), rows));
+                    sort_dedup(d.arity(), &mut rows);
+                    data.push(rows);
                     present.push(true);
                 }
                 None => {
@@ -500,12 +501,12 @@ impl Program {
                     let out = {
                         let guards = collect_guards(self, p, &vars, &idx_vars);
                         match build_data(p, &guards, &complete) {
-                            Some(d) => Some(self.exec(p, d, consts)?),
+                            Some(d) => Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?),
                             None => None,
                         }
                     };
                     if let Some(out) = out {
-                        vars[&p.head_rel].insert_flat(&out);
+                        vars[&p.head_rel].insert_buf(out);
                     }
                 }
                 while iteration.changed() {
@@ -519,12 +520,14 @@ impl Program {
                         let out = {
                             let guards = collect_guards(self, p, &vars, &idx_vars);
                             match build_data(p, &guards, &complete) {
-                                Some(d) => Some(self.exec(p, d, consts)?),
+                                Some(d) => {
+                                    Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
+                                }
                                 None => None,
                             }
                         };
                         if let Some(out) = out {
-                            vars[&p.head_rel].insert_flat(&out);
+                            vars[&p.head_rel].insert_buf(out);
                         }
                     }
                 }
@@ -617,9 +620,15 @@ fn build_data<'g, 'c: 'g>(
 }
 
 impl Program {
-    fn exec(&self, p: &Plan, data: Vec<Vec<&[u32]>>, consts: &[u32]) -> Result<Vec<u32>, EvalError> {
+    fn exec(
+        &self,
+        p: &Plan,
+        data: Vec<Vec<&[u32]>>,
+        consts: &[u32],
+        out: Box<dyn RowBuf>,
+    ) -> Result<Box<dyn RowBuf>, EvalError> {
         let ex = Exec::new(p, data);
-        let st = ex.run(consts);
+        let st = ex.run(consts, out);
         if st.div_by_zero {
             return Err(EvalError::DivisionByZero {
                 path: self.path.clone(),

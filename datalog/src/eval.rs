@@ -1,6 +1,7 @@
 //! Storage over fixed-width tuples and the join executor.
 
 use std::cell::Ref;
+use std::cmp::Ordering;
 
 use datafrog::{Iteration, Relation, Variable};
 
@@ -17,6 +18,10 @@ pub(crate) trait DynVar {
     /// Add rows of `flat` with columns reordered: new column `i` is old column `perm[i]`.
     fn insert_permuted(&self, flat: &[u32], perm: &[usize]);
     fn complete_flat(self: Box<Self>) -> Vec<u32>;
+    /// An empty output buffer of this variable's arity.
+    fn new_buf(&self) -> Box<dyn RowBuf>;
+    /// Add the rows of a buffer made by `new_buf`.
+    fn insert_buf(&self, buf: Box<dyn RowBuf>);
 }
 
 struct Var<const N: usize>(Variable<[u32; N]>);
@@ -32,9 +37,36 @@ fn rows_of<const N: usize>(flat: &[u32]) -> Vec<[u32; N]> {
 }
 
 fn sorted_relation<const N: usize>(mut rows: Vec<[u32; N]>) -> Relation<[u32; N]> {
-    rows.sort_unstable();
+    sort_rows(&mut rows);
     rows.dedup();
     Relation { elements: rows }
+}
+
+/// Sort rows lexicographically (no-op if already sorted).
+pub(crate) fn sort_rows<const N: usize>(rows: &mut [[u32; N]]) {
+    if !rows.windows(2).all(|w| w[0] <= w[1]) {
+        rows.sort_unstable();
+    }
+}
+
+/// Output rows of a rule, typed by arity.
+pub(crate) trait RowBuf {
+    fn push(&mut self, row: &[u32]);
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+struct Buf<const N: usize>(Vec<[u32; N]>);
+
+impl<const N: usize> RowBuf for Buf<N> {
+    #[inline]
+    fn push(&mut self, row: &[u32]) {
+        let mut a = [0u32; N];
+        a.copy_from_slice(row);
+        self.0.push(a);
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        Box::new(self.0)
+    }
 }
 
 impl<const N: usize> DynVar for Var<N> {
@@ -71,6 +103,16 @@ impl<const N: usize> DynVar for Var<N> {
     fn complete_flat(self: Box<Self>) -> Vec<u32> {
         self.0.complete().elements.into_flattened()
     }
+    fn new_buf(&self) -> Box<dyn RowBuf> {
+        Box::new(Buf::<N>(Vec::new()))
+    }
+    fn insert_buf(&self, buf: Box<dyn RowBuf>) {
+        if let Ok(rows) = buf.into_any().downcast::<Vec<[u32; N]>>() {
+            if !rows.is_empty() {
+                self.0.insert(sorted_relation(*rows));
+            }
+        }
+    }
 }
 
 macro_rules! dispatch_arity {
@@ -100,15 +142,23 @@ pub(crate) fn make_var(it: &mut Iteration, arity: usize, name: &str) -> Option<B
     dispatch_arity!(arity, N => Some(Box::new(Var::<N>(it.variable::<[u32; N]>(name))) as Box<dyn DynVar>), None)
 }
 
-fn sort_dedup_n<const N: usize>(flat: Vec<u32>) -> Vec<u32> {
-    let rows = rows_of::<N>(&flat);
-    drop(flat);
-    sorted_relation(rows).elements.into_flattened()
+fn sort_dedup_n<const N: usize>(flat: &mut Vec<u32>) {
+    let (rows, _) = flat.as_chunks_mut::<N>();
+    sort_rows(rows);
+    let mut w = 0;
+    for i in 1..rows.len() {
+        if rows[i] != rows[w] {
+            w += 1;
+            rows[w] = rows[i];
+        }
+    }
+    let keep = if rows.is_empty() { 0 } else { (w + 1) * N };
+    flat.truncate(keep);
 }
 
-/// Sort rows lexicographically and remove duplicates.
-pub(crate) fn sort_dedup(arity: usize, flat: Vec<u32>) -> Vec<u32> {
-    dispatch_arity!(arity, N => sort_dedup_n::<N>(flat), flat)
+/// Sort rows (in place) lexicographically and remove duplicates.
+pub(crate) fn sort_dedup(arity: usize, flat: &mut Vec<u32>) {
+    dispatch_arity!(arity, N => sort_dedup_n::<N>(flat), ())
 }
 
 fn permute_n<const N: usize>(flat: &[u32], perm: &[usize]) -> Vec<u32> {
@@ -218,21 +268,32 @@ fn bsearch(mut lo: usize, mut hi: usize, pred: impl Fn(usize) -> bool) -> usize 
     lo
 }
 
+#[inline(always)]
+fn cmp_prefix(row: &[u32], key: &[u32]) -> Ordering {
+    for (a, b) in row.iter().zip(key) {
+        match a.cmp(b) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+    }
+    Ordering::Equal
+}
+
 /// Rows `start..end` of sorted `batch` (stride `n`) whose first `key.len()` columns equal
 /// `key`. `cursor` remembers the last start to gallop forward on ascending keys.
 #[inline]
 fn eq_range(batch: &[u32], n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
     let rows = batch.len() / n;
     let b = key.len();
-    let prefix = |r: usize| &batch[r * n..r * n + b];
+    let cmp = |r: usize| cmp_prefix(&batch[r * n..r * n + b], key);
     let p = (*cursor).min(rows);
-    let start = if p == 0 || prefix(p - 1) < key {
-        gallop(p, rows, |r| prefix(r) < key)
+    let start = if p == 0 || cmp(p - 1) == Ordering::Less {
+        gallop(p, rows, |r| cmp(r) == Ordering::Less)
     } else {
-        bsearch(0, p, |r| prefix(r) < key)
+        bsearch(0, p, |r| cmp(r) == Ordering::Less)
     };
     *cursor = start;
-    let end = gallop(start, rows, |r| prefix(r) == key);
+    let end = gallop(start, rows, |r| cmp(r) == Ordering::Equal);
     (start, end)
 }
 
@@ -246,7 +307,7 @@ pub(crate) struct Exec<'a> {
 pub(crate) struct State {
     env: Vec<u32>,
     cursors: Vec<usize>,
-    pub out: Vec<u32>,
+    pub out: Box<dyn RowBuf>,
     pub div_by_zero: bool,
 }
 
@@ -267,7 +328,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Run the plan with constants `consts` (per constant id); derived head rows go to `out`.
-    pub fn run(&self, consts: &[u32]) -> State {
+    pub fn run(&self, consts: &[u32], out: Box<dyn RowBuf>) -> State {
         let mut env = vec![0u32; self.plan.n_slots];
         for &(slot, id) in &self.plan.consts {
             env[slot] = consts[id];
@@ -275,7 +336,7 @@ impl<'a> Exec<'a> {
         let mut st = State {
             env,
             cursors: vec![0; *self.cursor_base.last().unwrap_or(&0)],
-            out: Vec::new(),
+            out,
             div_by_zero: false,
         };
         self.step(&mut st, 0);
@@ -294,7 +355,7 @@ impl<'a> Exec<'a> {
                     }
                 }
             }
-            st.out.extend_from_slice(&row[..self.plan.head.len()]);
+            st.out.push(&row[..self.plan.head.len()]);
             return;
         };
         match step {
