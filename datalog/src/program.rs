@@ -509,12 +509,14 @@ fn check_rule(
 ) -> Option<RuleInfo> {
     let mut ok = true;
     // Relations and arities.
-    let mut atoms: Vec<(&Atom, bool)> = vec![(&rule.head, true)];
+    // Body atoms first: they define the variables' types; the head is checked against them.
+    let mut atoms: Vec<(&Atom, bool)> = Vec::new();
     for lit in &rule.body {
         if let Literal::Pos(a) | Literal::Neg(a) = lit {
             atoms.push((a, false));
         }
     }
+    atoms.push((&rule.head, true));
     for (a, _) in &atoms {
         match by_name.get(&a.rel) {
             None => {
