@@ -506,16 +506,11 @@ impl Program {
                         }
                     };
                     if let Some(out) = out {
-                        vars[&p.head_rel].insert_buf(out);
+                        self.add_rows(p.head_rel, out, &vars, &idx_vars);
                     }
                 }
                 while iteration.changed() {
                     stats.iterations += 1;
-                    for (&ix, v) in &idx_vars {
-                        let def = &self.indexes[ix];
-                        let base = &vars[&def.rel];
-                        v.insert_permuted(&base.recent(), &def.perm);
-                    }
                     for p in &st.delta {
                         let out = {
                             let guards = collect_guards(self, p, &vars, &idx_vars);
@@ -527,7 +522,7 @@ impl Program {
                             }
                         };
                         if let Some(out) = out {
-                            vars[&p.head_rel].insert_buf(out);
+                            self.add_rows(p.head_rel, out, &vars, &idx_vars);
                         }
                     }
                 }
@@ -620,6 +615,20 @@ fn build_data<'g, 'c: 'g>(
 }
 
 impl Program {
+    /// Add derived rows of `rel` to its variable and, permuted, to each of its index
+    /// variables, so that all of them advance in lockstep (identical recent/stable sets).
+    fn add_rows(&self, rel: usize, out: Box<dyn RowBuf>, vars: &Vars, idx_vars: &Vars) {
+        for (&ix, v) in idx_vars {
+            let def = &self.indexes[ix];
+            if def.rel == rel {
+                v.insert_permuted(out.as_flat(), &def.perm);
+            }
+        }
+        if let Some(v) = vars.get(&rel) {
+            v.insert_buf(out);
+        }
+    }
+
     fn exec(
         &self,
         p: &Plan,

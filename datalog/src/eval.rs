@@ -52,6 +52,7 @@ pub(crate) fn sort_rows<const N: usize>(rows: &mut [[u32; N]]) {
 /// Output rows of a rule, typed by arity.
 pub(crate) trait RowBuf {
     fn push(&mut self, row: &[u32]);
+    fn as_flat(&self) -> &[u32];
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
@@ -63,6 +64,9 @@ impl<const N: usize> RowBuf for Buf<N> {
         let mut a = [0u32; N];
         a.copy_from_slice(row);
         self.0.push(a);
+    }
+    fn as_flat(&self) -> &[u32] {
+        self.0.as_flattened()
     }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         Box::new(self.0)
