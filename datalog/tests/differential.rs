@@ -435,7 +435,7 @@ fn check_seed(seed: u64) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 600,
+        cases: cases(600),
         failure_persistence: None,
         .. ProptestConfig::default()
     })]
@@ -459,4 +459,12 @@ fn show_seed() {
     let (rels, rules, inputs) = generate(seed);
     println!("{}\n{inputs:?}", program_text(&rels, &rules));
     check_seed(seed).unwrap();
+}
+
+/// Number of proptest cases: `PROPTEST_CASES` if set, else `default`.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
