@@ -25,7 +25,11 @@ impl Rng {
 fn cpu_s() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+        })
         .map(|ns| ns / 1e9)
         .unwrap_or(f64::NAN)
 }
@@ -92,19 +96,14 @@ fn main() {
     let out = db.rows("edge").map(|(a, r)| r.len() / a).unwrap_or(0);
     println!(
         "join       : {n} vd x {n} lastdef -> {out} edge tuples in {} (strata {}, rounds {})",
-        el,
-        stats.strata,
-        stats.iterations
+        el, stats.strata, stats.iterations
     );
 
     // Same again: inputs are now sorted and deduplicated (no input sort needed).
     db.take("edge");
     let t = Timer::start();
     program.evaluate(&mut db).expect("evaluate");
-    println!(
-        "join again : inputs already sorted -> {}",
-        t.show()
-    );
+    println!("join again : inputs already sorted -> {}", t.show());
 
     // 2. Range-restricted join: exec(L, C, R), J < R, R < I.
     let src = r#"
@@ -163,8 +162,7 @@ fn main() {
     let out = db.rows("reach").map(|(a, r)| r.len() / a).unwrap_or(0);
     println!(
         "recursion  : reach over {n} edges -> {out} tuples in {} ({} rounds)",
-        el,
-        stats.iterations
+        el, stats.iterations
     );
     println!("peak RSS   : {:.0} MiB", peak_rss_mb());
 }

@@ -26,7 +26,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("{path}: ok ({} relations, {} strata)", program.decls().len(), program.strata_count());
+    println!(
+        "{path}: ok ({} relations, {} strata)",
+        program.decls().len(),
+        program.strata_count()
+    );
     if let Some(facts) = args.get(1) {
         let mut db = datalog::Database::new();
         if let Err(d) = db.load_facts_dir(&program, Path::new(facts)) {

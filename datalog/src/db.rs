@@ -45,7 +45,9 @@ pub enum EvalError {
         arity: usize,
         len: usize,
     },
-    #[error("relation `{relation}`, column {column}: symbol id {value} is not in the symbol table")]
+    #[error(
+        "relation `{relation}`, column {column}: symbol id {value} is not in the symbol table"
+    )]
     UnknownSymbol {
         relation: String,
         column: usize,
@@ -314,9 +316,7 @@ pub fn parse_facts(
 
 fn encode_columns(rows: &mut [u32], types: &[ColumnType]) {
     let n = types.len();
-    let num_cols: Vec<usize> = (0..n)
-        .filter(|&c| types[c] == ColumnType::Number)
-        .collect();
+    let num_cols: Vec<usize> = (0..n).filter(|&c| types[c] == ColumnType::Number).collect();
     if num_cols.is_empty() || n == 0 {
         return;
     }
@@ -501,7 +501,9 @@ impl Program {
                     let out = {
                         let guards = collect_guards(self, p, &vars, &idx_vars);
                         match build_data(p, &guards, &complete) {
-                            Some(d) => Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?),
+                            Some(d) => {
+                                Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
+                            }
                             None => None,
                         }
                     };
@@ -532,9 +534,10 @@ impl Program {
                 data[r] = v.complete_flat();
             }
             for &r in &st.rels {
-                stats
-                    .derived
-                    .push((self.decls[r].name.clone(), data[r].len() / self.decls[r].arity()));
+                stats.derived.push((
+                    self.decls[r].name.clone(),
+                    data[r].len() / self.decls[r].arity(),
+                ));
             }
             stats.strata += 1;
             cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));

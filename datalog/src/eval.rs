@@ -122,18 +122,54 @@ impl<const N: usize> DynVar for Var<N> {
 macro_rules! dispatch_arity {
     ($arity:expr, $n:ident => $body:expr, $fallback:expr) => {
         match $arity {
-            1 => { const $n: usize = 1; $body }
-            2 => { const $n: usize = 2; $body }
-            3 => { const $n: usize = 3; $body }
-            4 => { const $n: usize = 4; $body }
-            5 => { const $n: usize = 5; $body }
-            6 => { const $n: usize = 6; $body }
-            7 => { const $n: usize = 7; $body }
-            8 => { const $n: usize = 8; $body }
-            9 => { const $n: usize = 9; $body }
-            10 => { const $n: usize = 10; $body }
-            11 => { const $n: usize = 11; $body }
-            12 => { const $n: usize = 12; $body }
+            1 => {
+                const $n: usize = 1;
+                $body
+            }
+            2 => {
+                const $n: usize = 2;
+                $body
+            }
+            3 => {
+                const $n: usize = 3;
+                $body
+            }
+            4 => {
+                const $n: usize = 4;
+                $body
+            }
+            5 => {
+                const $n: usize = 5;
+                $body
+            }
+            6 => {
+                const $n: usize = 6;
+                $body
+            }
+            7 => {
+                const $n: usize = 7;
+                $body
+            }
+            8 => {
+                const $n: usize = 8;
+                $body
+            }
+            9 => {
+                const $n: usize = 9;
+                $body
+            }
+            10 => {
+                const $n: usize = 10;
+                $body
+            }
+            11 => {
+                const $n: usize = 11;
+                $body
+            }
+            12 => {
+                const $n: usize = 12;
+                $body
+            }
             _ => $fallback,
         }
     };
@@ -194,7 +230,9 @@ fn arith(op: BinOp, ty: ColumnType, x: u32, y: u32) -> Option<u32> {
             BinOp::Add => a.wrapping_add(b),
             BinOp::Sub => a.wrapping_sub(b),
             BinOp::Mul => a.wrapping_mul(b),
-            BinOp::Div => a.checked_div(b).or_else(|| (b != 0).then(|| a.wrapping_div(b)))?,
+            BinOp::Div => a
+                .checked_div(b)
+                .or_else(|| (b != 0).then(|| a.wrapping_div(b)))?,
             BinOp::Rem => a.checked_rem(b).or_else(|| (b != 0).then_some(0))?,
         };
         Some((r as u32) ^ SIGN)
@@ -476,4 +514,3 @@ impl<'a> Exec<'a> {
         }
     }
 }
-

@@ -1178,7 +1178,10 @@ impl<'a> Compiler<'a> {
             .enumerate()
             .map(|(i, e)| self.cexpr(&mut pb, e, self.decls[hrel].columns[i].1))
             .collect();
-        let line = self.sm.diag(rule.head.span.start, rule.head.span.end, "").line;
+        let line = self
+            .sm
+            .diag(rule.head.span.start, rule.head.span.end, "")
+            .line;
         Plan {
             head_rel: hrel,
             head,
@@ -1282,5 +1285,78 @@ impl<'a> Compiler<'a> {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scans(p: &Plan) -> Vec<&Scan> {
+        p.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Scan(sc) => Some(sc),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn comparison_on_next_atom_column_becomes_range_scan() {
+        let src = "
+            .decl exec(l: unsigned, c: unsigned, r: unsigned)
+            .decl q(l: unsigned, c: unsigned, j: unsigned, i: unsigned)
+            .decl hit(l: unsigned, r: unsigned)
+            hit(L, R) :- q(L, C, J, I), exec(L, C, R), J < R, R < I.
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plan = &p.strata[0].base[0];
+        let sc = scans(plan);
+        assert_eq!(sc.len(), 2);
+        // exec is looked up by (L, C) with a range on R.
+        assert_eq!(sc[1].key.len(), 2);
+        let r = sc[1].range.as_ref().expect("range scan");
+        assert_eq!((r.lower.len(), r.upper.len()), (1, 1));
+        assert!(r.lower[0].1 && r.upper[0].1); // both strict
+        let (ix, view) = plan.sources[sc[1].source];
+        assert_eq!(view, View::Full);
+        assert_eq!(p.indexes[ix].perm, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn bound_non_prefix_columns_use_a_permuted_index() {
+        let src = "
+            .decl a(x: number, y: number)
+            .decl b(x: number, y: number, z: number)
+            .decl o(x: number, z: number)
+            o(X, Z) :- a(X, Y), b(Z, Y, 5).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plan = &p.strata[0].base[0];
+        let sc = scans(plan);
+        let (ix, _) = plan.sources[sc[1].source];
+        // b's key columns (y, const) first, then z.
+        assert_eq!(p.indexes[ix].perm, vec![1, 2, 0]);
+        assert_eq!(sc[1].key.len(), 2);
+    }
+
+    #[test]
+    fn delta_atom_is_scanned_first() {
+        let src = "
+            .decl e(x: number, y: number)
+            .decl p(x: number, y: number)
+            p(X, Y) :- e(X, Y).
+            p(X, Z) :- e(X, Y), p(Y, Z).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let st = p.strata.iter().find(|s| !s.delta.is_empty()).unwrap();
+        assert_eq!(st.delta.len(), 1);
+        let plan = &st.delta[0];
+        assert_eq!(plan.sources[0].1, View::Recent);
+        assert_eq!(plan.sources[1].1, View::Full);
+        // e is then looked up by Y, its second column.
+        let (ix, _) = plan.sources[1];
+        assert_eq!(p.indexes[ix].perm, vec![1, 0]);
     }
 }

@@ -72,20 +72,49 @@ fn arity_mismatch_underlines_atom() {
 #[test]
 fn type_mismatches() {
     let d = one("edge(K, V, 3) :- vd(I, K, V).\n");
-    assert!(d.starts_with("rules/epg.dl:4:12: error: type mismatch: column `kind` of `edge` has type symbol"), "{d}");
+    assert!(
+        d.starts_with(
+            "rules/epg.dl:4:12: error: type mismatch: column `kind` of `edge` has type symbol"
+        ),
+        "{d}"
+    );
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), I < K.\n");
-    assert!(d.starts_with("rules/epg.dl:4:33: error: type mismatch: cannot compare a number with a symbol"), "{d}");
-    assert!(d.ends_with("|                                 ^^^^^"), "{d}");
+    assert!(
+        d.starts_with(
+            "rules/epg.dl:4:33: error: type mismatch: cannot compare a number with a symbol"
+        ),
+        "{d}"
+    );
+    assert!(
+        d.ends_with("|                                 ^^^^^"),
+        "{d}"
+    );
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), K + 1 = V.\n");
-    assert!(d.starts_with("rules/epg.dl:4:33: error: type mismatch: a symbol cannot be used in arithmetic"), "{d}");
+    assert!(
+        d.starts_with(
+            "rules/epg.dl:4:33: error: type mismatch: a symbol cannot be used in arithmetic"
+        ),
+        "{d}"
+    );
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), lastdef(K, _, _, _).\n");
     assert!(d.starts_with("rules/epg.dl:4:41: error: type mismatch: variable `K` is a number here (column `i` of `lastdef`) but a symbol at 4:26"), "{d}");
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), K < \"s\".\n");
-    assert!(d.contains("symbols can only be compared with `=` and `!=`"), "{d}");
+    assert!(
+        d.contains("symbols can only be compared with `=` and `!=`"),
+        "{d}"
+    );
     let d = one("edge(\"a\", \"b\", \"c\") :- vd(3000000000, _, _).\n");
-    assert!(d.starts_with("rules/epg.dl:4:27: error: literal 3000000000 is out of range for type number"), "{d}");
+    assert!(
+        d.starts_with(
+            "rules/epg.dl:4:27: error: literal 3000000000 is out of range for type number"
+        ),
+        "{d}"
+    );
     let d = one(".decl u(x: unsigned)\n.decl n(x: number)\nu(X) :- n(Y), X = Y + 1.\n");
-    assert!(d.starts_with("rules/epg.dl:6:1: error: type mismatch") || d.contains("type mismatch"), "{d}");
+    assert!(
+        d.starts_with("rules/epg.dl:6:1: error: type mismatch") || d.contains("type mismatch"),
+        "{d}"
+    );
 }
 
 #[test]
@@ -107,17 +136,35 @@ fn duplicate_decl_and_io_of_undeclared() {
 #[test]
 fn safety_errors() {
     let d = one("edge(K, V, _) :- vd(I, K, V).\n");
-    assert!(d.starts_with("rules/epg.dl:4:12: error: wildcard `_` is not allowed in the head"), "{d}");
+    assert!(
+        d.starts_with("rules/epg.dl:4:12: error: wildcard `_` is not allowed in the head"),
+        "{d}"
+    );
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), !lastdef(I, K, Z, V).\n");
-    assert!(d.starts_with("rules/epg.dl:4:48: error: variable `Z` in negated atom `lastdef` is not bound"), "{d}");
+    assert!(
+        d.starts_with(
+            "rules/epg.dl:4:48: error: variable `Z` in negated atom `lastdef` is not bound"
+        ),
+        "{d}"
+    );
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), Q < I.\n");
-    assert!(d.starts_with("rules/epg.dl:4:33: error: variable `Q` in a comparison is not bound"), "{d}");
+    assert!(
+        d.starts_with("rules/epg.dl:4:33: error: variable `Q` in a comparison is not bound"),
+        "{d}"
+    );
     // X = Y with both unbound binds nothing.
     let d = errs(".decl n(x: number)\n.decl m(x: number)\nm(X) :- n(_), X = Y.\n");
-    assert!(d.to_string().contains("variable `X` in the head is not bound"), "{d}");
+    assert!(
+        d.to_string()
+            .contains("variable `X` in the head is not bound"),
+        "{d}"
+    );
     // A fact with a variable is unsafe.
     let d = one("edge(X, \"a\", \"b\").\n");
-    assert!(d.starts_with("rules/epg.dl:4:6: error: variable `X` in the head is not bound"), "{d}");
+    assert!(
+        d.starts_with("rules/epg.dl:4:6: error: variable `X` in the head is not bound"),
+        "{d}"
+    );
 }
 
 #[test]
@@ -171,11 +218,26 @@ a(4) :- a(X), X < 5 @ 3.
     let text = d.to_string();
     let locs: Vec<(usize, usize)> = d.iter().map(|d| (d.line, d.col)).collect();
     assert!(locs.contains(&(2, 6)), "{text}");
-    assert!(text.contains("syn.dl:2:6: error: expected `:-` or `.`, found identifier `a`"), "{text}");
-    assert!(text.contains("syn.dl:3:5: error: expected `,` or `)`, found `:-`"), "{text}");
-    assert!(text.contains("syn.dl:4:1: error: unknown directive `.bogus`"), "{text}");
-    assert!(text.contains("syn.dl:6:3: error: unterminated string literal"), "{text}");
-    assert!(text.contains("syn.dl:7:21: error: unexpected character `@`"), "{text}");
+    assert!(
+        text.contains("syn.dl:2:6: error: expected `:-` or `.`, found identifier `a`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("syn.dl:3:5: error: expected `,` or `)`, found `:-`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("syn.dl:4:1: error: unknown directive `.bogus`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("syn.dl:6:3: error: unterminated string literal"),
+        "{text}"
+    );
+    assert!(
+        text.contains("syn.dl:7:21: error: unexpected character `@`"),
+        "{text}"
+    );
     assert!(d.len() >= 5);
 }
 
@@ -222,7 +284,10 @@ fn comments_and_souffle_io_params_are_accepted() {
     assert!(p.decl("b").unwrap().is_output);
     assert_eq!(
         p.decl("a").unwrap().columns,
-        vec![("x".to_string(), ColumnType::Symbol), ("y".to_string(), ColumnType::Number)]
+        vec![
+            ("x".to_string(), ColumnType::Symbol),
+            ("y".to_string(), ColumnType::Number)
+        ]
     );
 }
 
@@ -230,8 +295,13 @@ fn comments_and_souffle_io_params_are_accepted() {
 fn facts_errors() {
     let mut syms = Symbols::new();
     let types = [ColumnType::Symbol, ColumnType::Number, ColumnType::Unsigned];
-    let e = parse_facts(b"a\t1\t2\nb\t2\n\nc\tx\t3\nd\t4\t-1\n", &types, "dir/r.facts", &mut syms)
-        .unwrap_err();
+    let e = parse_facts(
+        b"a\t1\t2\nb\t2\n\nc\tx\t3\nd\t4\t-1\n",
+        &types,
+        "dir/r.facts",
+        &mut syms,
+    )
+    .unwrap_err();
     let msgs: Vec<String> = e.iter().map(|d| d.to_string()).collect();
     assert_eq!(
         msgs,
@@ -241,7 +311,13 @@ fn facts_errors() {
             "dir/r.facts:5: column 3 (\"-1\") is not an unsigned number",
         ]
     );
-    let ok = parse_facts(b"a\t-7\t9\r\n\nb\t2147483647\t4294967295", &types, "f", &mut syms).unwrap();
+    let ok = parse_facts(
+        b"a\t-7\t9\r\n\nb\t2147483647\t4294967295",
+        &types,
+        "f",
+        &mut syms,
+    )
+    .unwrap();
     assert_eq!(ok.len(), 6);
     assert_eq!(ok[1] as i32, -7);
     assert_eq!(ok[5], u32::MAX);
@@ -258,6 +334,15 @@ fn facts_dir_missing_file_and_bad_rows() {
     let d = db.load_facts_dir(&p, dir.path()).unwrap_err();
     let text = d.to_string();
     assert_eq!(d.len(), 2, "{text}");
-    assert!(text.contains("a.facts: cannot read facts for `a`"), "{text}");
-    assert!(text.contains(&format!("{}:2: expected 2 columns, found 1", dir.path().join("b.facts").display())), "{text}");
+    assert!(
+        text.contains("a.facts: cannot read facts for `a`"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{}:2: expected 2 columns, found 1",
+            dir.path().join("b.facts").display()
+        )),
+        "{text}"
+    );
 }

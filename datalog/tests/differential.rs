@@ -146,7 +146,9 @@ fn gen_expr(rng: &mut Rng, bound: &[usize], depth: usize) -> E {
     }
 }
 
-fn generate(seed: u64) -> (Vec<Rel>, Vec<Rule>, HashMap<usize, Vec<Vec<i32>>>) {
+type Inputs = HashMap<usize, Vec<Vec<i32>>>;
+
+fn generate(seed: u64) -> (Vec<Rel>, Vec<Rule>, Inputs) {
     let mut rng = Rng(seed);
     let mut rels = Vec::new();
     let n_in = 1 + rng.below(3);
@@ -252,10 +254,10 @@ fn generate(seed: u64) -> (Vec<Rel>, Vec<Rule>, HashMap<usize, Vec<Vec<i32>>>) {
         });
     }
     let mut inputs = HashMap::new();
-    for r in 0..n_in {
+    for (r, rel) in rels.iter().enumerate().take(n_in) {
         let n = rng.below(14);
         let rows = (0..n)
-            .map(|_| (0..rels[r].arity).map(|_| rng.val()).collect())
+            .map(|_| (0..rel.arity).map(|_| rng.val()).collect())
             .collect();
         inputs.insert(r, rows);
     }
@@ -306,8 +308,16 @@ fn matches(args: &[T], row: &[i32], env: &mut [Option<i32>]) -> bool {
 /// All derivations of `rule` over `db` (naive: nested loops over whole relations, then
 /// assignments, comparisons and negations in dependency order).
 fn derive(rule: &Rule, db: &Db, out: &mut Vec<Vec<i32>>) {
-    let pos: Vec<&Lit> = rule.body.iter().filter(|l| matches!(l, Lit::Pos(..))).collect();
-    let rest: Vec<&Lit> = rule.body.iter().filter(|l| !matches!(l, Lit::Pos(..))).collect();
+    let pos: Vec<&Lit> = rule
+        .body
+        .iter()
+        .filter(|l| matches!(l, Lit::Pos(..)))
+        .collect();
+    let rest: Vec<&Lit> = rule
+        .body
+        .iter()
+        .filter(|l| !matches!(l, Lit::Pos(..)))
+        .collect();
     fn go(
         i: usize,
         pos: &[&Lit],
@@ -358,7 +368,9 @@ fn derive(rule: &Rule, db: &Db, out: &mut Vec<Vec<i32>>) {
             out.push(rule.head_args.iter().map(|e| eval_e(e, &env)).collect());
             return;
         }
-        let Lit::Pos(r, args) = pos[i] else { unreachable!() };
+        let Lit::Pos(r, args) = pos[i] else {
+            unreachable!()
+        };
         for row in &db[*r] {
             let saved = env.clone();
             if matches(args, row, env) {
@@ -394,11 +406,7 @@ fn reference(rels: &[Rel], rules: &[Rule], inputs: &HashMap<usize, Vec<Vec<i32>>
     db
 }
 
-fn engine(
-    src: &str,
-    rels: &[Rel],
-    inputs: &HashMap<usize, Vec<Vec<i32>>>,
-) -> Result<Db, String> {
+fn engine(src: &str, rels: &[Rel], inputs: &HashMap<usize, Vec<Vec<i32>>>) -> Result<Db, String> {
     let program = Program::parse(src, "gen.dl").map_err(|d| d.to_string())?;
     let mut db = Database::new();
     for (r, rows) in inputs {
@@ -415,7 +423,10 @@ fn engine(
                 .chunks(arity)
                 .map(|c| c.iter().map(|&x| x as i32).collect())
                 .collect();
-            assert!(v.windows(2).all(|w| w[0] < w[1]), "rows of {r} not sorted/deduped");
+            assert!(
+                v.windows(2).all(|w| w[0] < w[1]),
+                "rows of {r} not sorted/deduped"
+            );
             out[r] = v.into_iter().collect();
         }
     }
@@ -426,9 +437,8 @@ fn check_seed(seed: u64) -> Result<(), TestCaseError> {
     let (rels, rules, inputs) = generate(seed);
     let src = program_text(&rels, &rules);
     let expected = reference(&rels, &rules, &inputs);
-    let got = engine(&src, &rels, &inputs).map_err(|e| {
-        TestCaseError::fail(format!("engine failed on\n{src}\n{e}"))
-    })?;
+    let got = engine(&src, &rels, &inputs)
+        .map_err(|e| TestCaseError::fail(format!("engine failed on\n{src}\n{e}")))?;
     prop_assert_eq!(got, expected, "program:\n{}\ninputs: {:?}", src, inputs);
     Ok(())
 }
