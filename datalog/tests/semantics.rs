@@ -413,3 +413,35 @@ fn facts_dir_round_trip() {
         db.rows_text(&program, "copy").unwrap()
     );
 }
+
+#[test]
+fn rules_without_positive_atoms() {
+    let src = r#"
+    .decl s(x: number)
+    .decl r(x: number)
+    .input s
+    r(X) :- X = 3.
+    r(Y) :- Y = 2 * 5 - 1, Y > 0.
+    r(1) :- 1 < 2.
+    r(2) :- 2 < 1.
+    r(4) :- !s(4).
+    r(5) :- !s(7).
+    "#;
+    let (p, db) = run(src, &[("s", "7\n")]);
+    assert_eq!(sorted(&p, &db, "r"), strs(&["1", "3", "4", "9"]));
+}
+
+#[test]
+fn unsigned_arithmetic_and_large_values() {
+    let src = r#"
+    .decl u(x: unsigned)
+    .decl big(x: unsigned)
+    .decl wrapped(x: unsigned)
+    .input u
+    big(X) :- u(X), X > 2147483647.
+    wrapped(Y) :- u(X), X >= 4294967295, Y = X + 1.
+    "#;
+    let (p, db) = run(src, &[("u", "1\n2147483648\n4294967295\n")]);
+    assert_eq!(sorted(&p, &db, "big"), strs(&["2147483648", "4294967295"]));
+    assert_eq!(sorted(&p, &db, "wrapped"), strs(&["0"]));
+}
