@@ -43,10 +43,59 @@ fn sorted_relation<const N: usize>(mut rows: Vec<[u32; N]>) -> Relation<[u32; N]
 }
 
 /// Sort rows lexicographically (no-op if already sorted).
+///
+/// Large inputs whose columns' value ranges fit in 64 bits together are sorted as packed
+/// `u64` keys, which is about twice as fast as comparing arrays.
 pub(crate) fn sort_rows<const N: usize>(rows: &mut [[u32; N]]) {
-    if !rows.windows(2).all(|w| w[0] <= w[1]) {
+    if rows.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    if rows.len() < 1 << 15 || !sort_packed(rows) {
         rows.sort_unstable();
     }
+}
+
+/// Sort via packed keys `(row[0] - min0) ++ (row[1] - min1) ++ ...` (each column in just
+/// enough bits for its range). Returns false (rows untouched) if they need more than 64 bits.
+fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
+    let mut min = [u32::MAX; N];
+    let mut max = [0u32; N];
+    for r in rows.iter() {
+        for c in 0..N {
+            min[c] = min[c].min(r[c]);
+            max[c] = max[c].max(r[c]);
+        }
+    }
+    let mut bits = [0u32; N];
+    let mut total = 0;
+    for c in 0..N {
+        bits[c] = 32 - (max[c] - min[c]).leading_zeros();
+        total += bits[c];
+    }
+    if total > 64 {
+        return false;
+    }
+    let mut keys: Vec<u64> = rows
+        .iter()
+        .map(|r| {
+            let mut k = 0u64;
+            for c in 0..N {
+                // bits[c] <= 32, so the shift is in range.
+                k = (k << bits[c]) | u64::from(r[c] - min[c]);
+            }
+            k
+        })
+        .collect();
+    keys.sort_unstable();
+    for (r, &k) in rows.iter_mut().zip(keys.iter()) {
+        let mut k = k;
+        for c in (0..N).rev() {
+            let mask = (1u64 << bits[c]) - 1;
+            r[c] = (k & mask) as u32 + min[c];
+            k >>= bits[c];
+        }
+    }
+    true
 }
 
 /// Output rows of a rule, typed by arity.
@@ -389,6 +438,10 @@ impl<'a> Exec<'a> {
         let Some(step) = self.plan.steps.get(i) else {
             let mut row = [0u32; MAX_ARITY];
             for (k, e) in self.plan.head.iter().enumerate() {
+                if let CExpr::Slot(s) = e {
+                    row[k] = st.env[*s];
+                    continue;
+                }
                 match eval(e, &st.env) {
                     Some(v) => row[k] = v,
                     None => {
@@ -512,5 +565,41 @@ impl<'a> Exec<'a> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_sort_matches_comparison_sort() {
+        let mut x = 12345u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m) as u32
+        };
+        // Small ranges (packed path), an offset range, and a wide range (fallback).
+        for (range, offset) in [(1000u64, 0u32), (50, 0x8000_0000), (1 << 32, 0)] {
+            let rows: Vec<[u32; 3]> = (0..70_000)
+                .map(|_| {
+                    [
+                        next(range).wrapping_add(offset),
+                        next(range),
+                        next(3).wrapping_add(offset),
+                    ]
+                })
+                .collect();
+            let mut a = rows.clone();
+            a.sort_unstable();
+            let mut b = rows;
+            sort_rows(&mut b);
+            assert_eq!(a, b);
+        }
+        let mut one: Vec<[u32; 1]> = (0..40_000).map(|i| [(i * 7919) % 40_000]).collect();
+        sort_rows(&mut one);
+        assert!(one.windows(2).all(|w| w[0] < w[1]));
     }
 }
