@@ -140,3 +140,37 @@ fn cases(default: u32) -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+#[test]
+fn huge_expressions_and_bodies_are_errors_not_stack_overflows() {
+    let chain = vec!["1"; 100_000].join(" + ");
+    let src = format!("{BASE}n(X) :- n(Y), X = {chain}.\n");
+    let d = Program::parse(&src, "big.dl").unwrap_err();
+    assert!(
+        d.to_string().contains("expression nested too deeply"),
+        "{}",
+        &d.0[0]
+    );
+    let nested = format!("{}1{}", "(".repeat(50_000), ")".repeat(50_000));
+    let src = format!("{BASE}n(X) :- n(Y), X = {nested}.\n");
+    assert!(Program::parse(&src, "big.dl").is_err());
+    let negs = format!("{}1", "-".repeat(50_000));
+    let src = format!("{BASE}n(X) :- n(Y), X = {negs}.\n");
+    assert!(Program::parse(&src, "big.dl").is_err());
+    let body = vec!["n(X)"; 5000].join(", ");
+    let src = format!("{BASE}n(X) :- {body}.\n");
+    let d = Program::parse(&src, "big.dl").unwrap_err();
+    assert!(d.to_string().contains("more than 1000 literals"));
+    // Moderately large rules still work.
+    let chain = vec!["1"; 150].join(" + ");
+    let body = vec!["n(X)"; 200].join(", ");
+    let src = format!("{BASE}n(Y) :- {body}, Y = X + {chain}, Y < 1000.\n");
+    let p = Program::parse(&src, "ok.dl").unwrap();
+    let mut db = Database::new();
+    db.insert_flat("edge", 2, Vec::new());
+    db.insert_flat("n", 1, vec![1, 2]);
+    p.evaluate(&mut db).unwrap();
+    let (_, rows) = db.rows("n").unwrap();
+    // 1, 2, then +150 repeatedly while < 1000.
+    assert_eq!(rows.len(), 14);
+}
