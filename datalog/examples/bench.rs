@@ -164,5 +164,26 @@ fn main() {
         "recursion  : reach over {n} edges -> {out} tuples in {} ({} rounds)",
         el, stats.iterations
     );
+
+    // 4. Transitive closure of a chain (many rounds, output quadratic in the chain length).
+    let src = r#"
+        .decl edge(a: unsigned, b: unsigned)
+        .decl path(a: unsigned, b: unsigned)
+        .input edge
+        path(X, Y) :- edge(X, Y).
+        path(X, Z) :- path(X, Y), edge(Y, Z).
+    "#;
+    let program = Program::parse(src, "bench4.dl").expect("parse");
+    let mut db = Database::new();
+    let len = (2.0 * (n as f64).sqrt()) as u32; // 2000 for n = 1M: 2M path tuples
+    db.insert_flat("edge", 2, (0..len).flat_map(|i| [i, i + 1]).collect());
+    let t = Timer::start();
+    let stats = program.evaluate(&mut db).expect("evaluate");
+    let el = t.show();
+    let out = db.rows("path").map(|(a, r)| r.len() / a).unwrap_or(0);
+    println!(
+        "closure    : chain of {len} edges -> {out} path tuples in {el} ({} rounds)",
+        stats.iterations
+    );
     println!("peak RSS   : {:.0} MiB", peak_rss_mb());
 }
