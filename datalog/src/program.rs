@@ -610,20 +610,24 @@ fn check_rule(
             }
         }
     }
-    // Variables bound only by `X = expr`: infer from the expression.
+    // Variables not in any atom (bound by `X = expr`, or only compared): infer their type
+    // from the other side of comparisons and from the other operands of arithmetic.
     loop {
         let mut changed = false;
         for lit in &rule.body {
-            if let Literal::Cmp(l, CmpOp::Eq, r, _) = lit {
-                for (x, e) in [(l, r), (r, l)] {
-                    if let Expr::Var(v, s) = x {
-                        if !var_types.contains_key(v) {
-                            if let Some(t) = quiet_type(e, &var_types) {
-                                var_types.insert(v.clone(), (t, *s));
-                                changed = true;
-                            }
-                        }
-                    }
+            if let Literal::Cmp(l, _, r, _) = lit {
+                let lt = quiet_type(l, &var_types);
+                let rt = quiet_type(r, &var_types);
+                if let Some(t) = lt.or(rt) {
+                    changed |= assign_untyped(l, t, &mut var_types);
+                    changed |= assign_untyped(r, t, &mut var_types);
+                }
+            }
+        }
+        for (a, _) in &atoms {
+            for e in &a.args {
+                if let Some(t) = quiet_type(e, &var_types) {
+                    changed |= assign_untyped(e, t, &mut var_types);
                 }
             }
         }
@@ -810,6 +814,23 @@ fn check_rule(
     Some(RuleInfo {
         var_types: var_types.into_iter().map(|(k, (t, _))| (k, t)).collect(),
     })
+}
+
+/// Give type `t` to the untyped variables of `e` (all operands of an arithmetic expression
+/// share its type). Returns whether anything changed.
+fn assign_untyped(e: &Expr, t: ColumnType, vt: &mut HashMap<String, (ColumnType, Span)>) -> bool {
+    match e {
+        Expr::Var(v, s) if !vt.contains_key(v) => {
+            vt.insert(v.clone(), (t, *s));
+            true
+        }
+        Expr::Bin(_, a, b, _) if t != ColumnType::Symbol => {
+            let x = assign_untyped(a, t, vt);
+            let y = assign_untyped(b, t, vt);
+            x || y
+        }
+        _ => false,
+    }
 }
 
 /// Type of an expression without reporting errors (None if unknown or ill-typed).

@@ -7,6 +7,15 @@ use std::collections::{BTreeSet, HashMap};
 use datalog::{Database, Program};
 use proptest::prelude::*;
 
+thread_local! {
+    /// Column type of the current generated program: `unsigned` if true, else `number`.
+    static UNSIGNED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn unsigned() -> bool {
+    UNSIGNED.with(|u| u.get())
+}
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -23,7 +32,11 @@ impl Rng {
         self.next() % 100 < pct
     }
     fn val(&mut self) -> i32 {
-        self.below(7) as i32 - 3
+        if unsigned() {
+            self.below(7) as i32
+        } else {
+            self.below(7) as i32 - 3
+        }
     }
 }
 
@@ -90,7 +103,9 @@ fn show_t(t: &T) -> String {
 fn program_text(rels: &[Rel], rules: &[Rule]) -> String {
     let mut s = String::new();
     for (i, r) in rels.iter().enumerate() {
-        let cols: Vec<String> = (0..r.arity).map(|c| format!("c{c}: number")).collect();
+        let cols: Vec<String> = (0..r.arity)
+            .map(|c| format!("c{c}: {}", if unsigned() { "unsigned" } else { "number" }))
+            .collect();
         s.push_str(&format!(".decl {}({})\n", name(i, rels), cols.join(", ")));
         if r.layer.is_none() {
             s.push_str(&format!(".input {}\n", name(i, rels)));
@@ -150,6 +165,7 @@ type Inputs = HashMap<usize, Vec<Vec<i32>>>;
 
 fn generate(seed: u64) -> (Vec<Rel>, Vec<Rule>, Inputs) {
     let mut rng = Rng(seed);
+    UNSIGNED.with(|u| u.set(rng.chance(30)));
     let mut rels = Vec::new();
     let n_in = 1 + rng.below(3);
     for _ in 0..n_in {
@@ -210,10 +226,16 @@ fn generate(seed: u64) -> (Vec<Rel>, Vec<Rule>, Inputs) {
         // Assignment of a fresh variable, kept inside the domain by two comparisons.
         if !bound.is_empty() && rng.chance(40) {
             let v = 4 + rng.below(2);
-            let e = gen_expr(&mut rng, &bound, 2);
+            let mut e = gen_expr(&mut rng, &bound, 2);
+            if unsigned() && !has_var(&e) {
+                // Keep the variable's type determined by the atoms (a variable-free
+                // expression would make it a `number`, as in Soufflé).
+                e = E::Bin('+', Box::new(e), Box::new(E::Var(bound[0])));
+            }
             body.push(Lit::Assign(v, e));
             body.push(Lit::Cmp(E::Var(v), "<=", E::Const(3)));
-            body.push(Lit::Cmp(E::Const(-3), "<=", E::Var(v)));
+            let low = if unsigned() { 0 } else { -3 };
+            body.push(Lit::Cmp(E::Const(low), "<=", E::Var(v)));
             bound.push(v);
         }
         let ops = ["<", "<=", ">", ">=", "=", "!="];
@@ -268,21 +290,51 @@ fn generate(seed: u64) -> (Vec<Rel>, Vec<Rule>, Inputs) {
 
 type Db = Vec<BTreeSet<Vec<i32>>>;
 
+/// Values are kept as `i32`; for `unsigned` programs they are `u32` bit patterns.
 fn eval_e(e: &E, env: &[Option<i32>]) -> i32 {
     match e {
         E::Var(v) => env[*v].expect("bound"),
         E::Const(c) => *c,
         E::Bin(op, a, b) => {
             let (x, y) = (eval_e(a, env), eval_e(b, env));
-            match op {
-                '+' => x.wrapping_add(y),
-                '-' => x.wrapping_sub(y),
-                '*' => x.wrapping_mul(y),
-                '/' => x.wrapping_div(y),
-                '%' => x.wrapping_rem(y),
-                _ => unreachable!(),
+            if unsigned() {
+                let (x, y) = (x as u32, y as u32);
+                (match op {
+                    '+' => x.wrapping_add(y),
+                    '-' => x.wrapping_sub(y),
+                    '*' => x.wrapping_mul(y),
+                    '/' => x / y,
+                    '%' => x % y,
+                    _ => unreachable!(),
+                }) as i32
+            } else {
+                match op {
+                    '+' => x.wrapping_add(y),
+                    '-' => x.wrapping_sub(y),
+                    '*' => x.wrapping_mul(y),
+                    '/' => x.wrapping_div(y),
+                    '%' => x.wrapping_rem(y),
+                    _ => unreachable!(),
+                }
             }
         }
+    }
+}
+
+fn has_var(e: &E) -> bool {
+    match e {
+        E::Var(_) => true,
+        E::Const(_) => false,
+        E::Bin(_, a, b) => has_var(a) || has_var(b),
+    }
+}
+
+/// Compare two values in the program's column type.
+fn cmp_vals(x: i32, y: i32) -> std::cmp::Ordering {
+    if unsigned() {
+        (x as u32).cmp(&(y as u32))
+    } else {
+        x.cmp(&y)
     }
 }
 
@@ -338,14 +390,19 @@ fn derive(rule: &Rule, db: &Db, out: &mut Vec<Vec<i32>>) {
             for l in rest {
                 match l {
                     Lit::Cmp(a, op, b) => {
-                        let (x, y) = (eval_e(a, &env), eval_e(b, &env));
+                        // Variable-free comparisons are typed `number` (the default).
+                        let typed = has_var(a) || has_var(b);
+                        let saved = unsigned();
+                        UNSIGNED.with(|u| u.set(saved && typed));
+                        let o = cmp_vals(eval_e(a, &env), eval_e(b, &env));
+                        UNSIGNED.with(|u| u.set(saved));
                         let ok = match *op {
-                            "<" => x < y,
-                            "<=" => x <= y,
-                            ">" => x > y,
-                            ">=" => x >= y,
-                            "=" => x == y,
-                            "!=" => x != y,
+                            "<" => o.is_lt(),
+                            "<=" => o.is_le(),
+                            ">" => o.is_gt(),
+                            ">=" => o.is_ge(),
+                            "=" => o.is_eq(),
+                            "!=" => o.is_ne(),
                             _ => unreachable!(),
                         };
                         if !ok {

@@ -445,3 +445,21 @@ fn unsigned_arithmetic_and_large_values() {
     assert_eq!(sorted(&p, &db, "big"), strs(&["2147483648", "4294967295"]));
     assert_eq!(sorted(&p, &db, "wrapped"), strs(&["0"]));
 }
+
+#[test]
+fn types_of_helper_variables_are_inferred_from_comparisons() {
+    let src = r#"
+    .decl u(x: unsigned)
+    .decl a(x: unsigned)
+    .decl b(x: unsigned)
+    .decl c(x: unsigned)
+    .input u
+    a(Y) :- u(Y), Z = 5 - 6, Y < Z.      // Z is unsigned (compared with Y): wraps around
+    b(Y) :- u(Y), Y < 5 - 6.             // unsigned arithmetic
+    c(Y) :- u(Y), 3 > 4 - 5.             // no variables: `number`, so 3 > -1 holds
+    "#;
+    let (p, db) = run(src, &[("u", "1\n7\n")]);
+    assert_eq!(sorted(&p, &db, "a"), strs(&["1", "7"]));
+    assert_eq!(sorted(&p, &db, "b"), strs(&["1", "7"]));
+    assert_eq!(sorted(&p, &db, "c"), strs(&["1", "7"]));
+}
