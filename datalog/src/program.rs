@@ -707,6 +707,14 @@ fn check_rule(
                 (Some(a), _) | (_, Some(a)) => a,
                 (None, None) => ColumnType::Number,
             };
+            if t == ColumnType::Symbol && (lt.is_none() || rt.is_none()) {
+                ck.err(
+                    *span,
+                    "type mismatch: cannot compare a symbol with a number",
+                );
+                ok = false;
+                continue;
+            }
             if t == ColumnType::Symbol && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
                 ck.err(
                     *span,
