@@ -4,6 +4,7 @@ use std::cell::Ref;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::time::Instant;
 
 use datafrog::Iteration;
 
@@ -640,7 +641,18 @@ impl Program {
         out: Box<dyn RowBuf>,
     ) -> Result<Box<dyn RowBuf>, EvalError> {
         let ex = Exec::new(p, data);
+        let t = Instant::now();
         let st = ex.run(consts, out);
+        if profiling() {
+            eprintln!(
+                "datalog: {}:{}: rule for `{}` took {:.3} s, {} rows",
+                self.path,
+                p.line,
+                self.decls[p.head_rel].name,
+                t.elapsed().as_secs_f64(),
+                st.out.len()
+            );
+        }
         if st.div_by_zero {
             return Err(EvalError::DivisionByZero {
                 path: self.path.clone(),
@@ -650,4 +662,11 @@ impl Program {
         }
         Ok(st.out)
     }
+}
+
+/// Whether `DATALOG_PROFILE` is set: then the time of every rule evaluation is printed to
+/// stderr.
+fn profiling() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("DATALOG_PROFILE").is_some())
 }

@@ -102,6 +102,7 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
 pub(crate) trait RowBuf {
     fn push(&mut self, row: &[u32]);
     fn as_flat(&self) -> &[u32];
+    fn len(&self) -> usize;
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
@@ -116,6 +117,9 @@ impl<const N: usize> RowBuf for Buf<N> {
     }
     fn as_flat(&self) -> &[u32] {
         self.0.as_flattened()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
     }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         Box::new(self.0)

@@ -1163,6 +1163,10 @@ impl<'a> Compiler<'a> {
             let mut perm = key_cols.clone();
             if let Some(rc) = range_col {
                 perm.push(rc);
+            } else if sources.is_empty() && !remaining.is_empty() && view == View::Full {
+                // First scan: order it by the key of the next atom, so that the next atom's
+                // lookups come in ascending order (a merge join instead of random searches).
+                perm.extend(self.lead_columns(atom, &pos, &remaining, &bound));
             }
             for i in 0..atom.args.len() {
                 if !perm.contains(&i) {
@@ -1220,6 +1224,48 @@ impl<'a> Compiler<'a> {
             sources,
             line,
         }
+    }
+
+    /// Columns of `first` that provide, in order, the variable key columns of the atom that
+    /// will probably be joined next (the first of `remaining` sharing a variable).
+    fn lead_columns(
+        &self,
+        first: &Atom,
+        pos: &[&Atom],
+        remaining: &[usize],
+        bound: &HashSet<&str>,
+    ) -> Vec<usize> {
+        let var_col = |v: &str| {
+            first
+                .args
+                .iter()
+                .position(|e| matches!(e, Expr::Var(w, _) if w == v))
+        };
+        let shares = |j: usize| {
+            pos[j]
+                .args
+                .iter()
+                .any(|e| matches!(e, Expr::Var(v, _) if var_col(v).is_some()))
+        };
+        let Some(&next) = remaining.iter().find(|&&j| shares(j)) else {
+            return Vec::new();
+        };
+        let mut lead: Vec<usize> = Vec::new();
+        for e in &pos[next].args {
+            match e {
+                Expr::Var(v, _) if bound.contains(v.as_str()) => break, // bound elsewhere
+                Expr::Var(v, _) => match var_col(v) {
+                    Some(c) if matches!(first.args[c], Expr::Var(..)) => {
+                        if !lead.contains(&c) {
+                            lead.push(c);
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        lead
     }
 
     fn place_pending<'r>(
