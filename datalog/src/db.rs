@@ -9,7 +9,7 @@ use std::time::Instant;
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{make_var, permuted_index, sort_dedup, DynVar, Exec, RowBuf};
+use crate::eval::{make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -439,6 +439,7 @@ impl Program {
             }
         }
         let mut cache: HashMap<usize, Vec<u32>> = HashMap::new();
+        let mut summaries: HashMap<usize, Vec<u32>> = HashMap::new();
 
         for (si, st) in self.strata.iter().enumerate() {
             // Build the permuted indexes of complete relations this stratum reads.
@@ -456,9 +457,17 @@ impl Program {
                 }
                 for ix in needed {
                     let def = &self.indexes[ix];
+                    let arity = self.decls[def.rel].arity();
                     if !def.is_identity() && !cache.contains_key(&ix) {
-                        let arity = self.decls[def.rel].arity();
                         cache.insert(ix, permuted_index(arity, &data[def.rel], &def.perm));
+                    }
+                    if !summaries.contains_key(&ix) {
+                        let rows = if def.is_identity() {
+                            &data[def.rel]
+                        } else {
+                            &cache[&ix]
+                        };
+                        summaries.insert(ix, summary(rows, arity));
                     }
                 }
             }
@@ -490,13 +499,16 @@ impl Program {
             {
                 let data_ref: &[Vec<u32>] = data;
                 let cache_ref = &cache;
-                let complete = |ix: usize| -> &[u32] {
+                let sums_ref = &summaries;
+                let complete = |ix: usize| -> Batch {
                     let def = &self.indexes[ix];
-                    if def.is_identity() {
+                    let rows = if def.is_identity() {
                         &data_ref[def.rel]
                     } else {
                         cache_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
-                    }
+                    };
+                    let summary = sums_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
+                    Batch { rows, summary }
                 };
                 for p in &st.base {
                     let out = {
@@ -542,6 +554,7 @@ impl Program {
             }
             stats.strata += 1;
             cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+            summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
         }
         Ok(stats)
     }
@@ -590,22 +603,27 @@ fn collect_guards<'v>(
 fn build_data<'g, 'c: 'g>(
     p: &Plan,
     guards: &'g [Vec<Ref<'_, [u32]>>],
-    complete: &impl Fn(usize) -> &'c [u32],
-) -> Option<Vec<Vec<&'g [u32]>>> {
+    complete: &impl Fn(usize) -> Batch<'c>,
+) -> Option<Vec<Vec<Batch<'g>>>> {
     let mut k = 0;
     let mut data = Vec::with_capacity(p.steps.len());
     for s in &p.steps {
         match s {
             Step::Scan(sc) => {
                 let (ix, view) = p.sources[sc.source];
-                let v: Vec<&[u32]> = if view == View::Full {
+                let v: Vec<Batch> = if view == View::Full {
                     vec![complete(ix)]
                 } else {
                     let g = guards.get(k)?;
                     k += 1;
-                    g.iter().map(|r| &**r).collect()
+                    g.iter()
+                        .map(|r| Batch {
+                            rows: r,
+                            summary: &[],
+                        })
+                        .collect()
                 };
-                let v: Vec<&[u32]> = v.into_iter().filter(|b| !b.is_empty()).collect();
+                let v: Vec<Batch> = v.into_iter().filter(|b| !b.rows.is_empty()).collect();
                 if v.is_empty() {
                     return None;
                 }
@@ -636,7 +654,7 @@ impl Program {
     fn exec(
         &self,
         p: &Plan,
-        data: Vec<Vec<&[u32]>>,
+        data: Vec<Vec<Batch>>,
         consts: &[u32],
         out: Box<dyn RowBuf>,
     ) -> Result<Box<dyn RowBuf>, EvalError> {

@@ -374,18 +374,54 @@ fn cmp_prefix(row: &[u32], key: &[u32]) -> Ordering {
     Ordering::Equal
 }
 
+/// Rows per block of a [`summary`].
+const BLOCK: usize = 16;
+
+/// The first column of every `BLOCK`-th row of sorted `rows` (stride `n`): a small,
+/// cache-resident index that turns a random lookup into one short search.
+pub(crate) fn summary(rows: &[u32], n: usize) -> Vec<u32> {
+    if rows.len() / n.max(1) < 4 * BLOCK {
+        return Vec::new();
+    }
+    rows.chunks_exact(n).step_by(BLOCK).map(|r| r[0]).collect()
+}
+
+/// A sorted batch of rows and its (possibly empty) [`summary`].
+#[derive(Clone, Copy)]
+pub(crate) struct Batch<'a> {
+    pub rows: &'a [u32],
+    pub summary: &'a [u32],
+}
+
 /// Rows `start..end` of sorted `batch` (stride `n`) whose first `key.len()` columns equal
 /// `key`. `cursor` remembers the last start to gallop forward on ascending keys.
 #[inline]
-fn eq_range(batch: &[u32], n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
-    let rows = batch.len() / n;
+fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
+    let rows_flat = batch.rows;
+    let rows = rows_flat.len() / n;
     let b = key.len();
-    let cmp = |r: usize| cmp_prefix(&batch[r * n..r * n + b], key);
+    if b == 0 {
+        return (0, rows);
+    }
+    let cmp = |r: usize| cmp_prefix(&rows_flat[r * n..r * n + b], key);
+    let less = |r: usize| cmp(r) == Ordering::Less;
     let p = (*cursor).min(rows);
-    let start = if p == 0 || cmp(p - 1) == Ordering::Less {
-        gallop(p, rows, |r| cmp(r) == Ordering::Less)
+    let start = if p == 0 || less(p - 1) {
+        // Ascending keys: continue from the last position.
+        if p >= rows || !less(p) {
+            p
+        } else if !batch.summary.is_empty() && p + 8 * BLOCK < rows && less(p + 8 * BLOCK) {
+            // Far ahead: jump with the summary.
+            let k = batch.summary.partition_point(|&s| s < key[0]);
+            gallop((k.saturating_sub(1) * BLOCK).max(p), rows, less)
+        } else {
+            gallop(p, rows, less)
+        }
+    } else if !batch.summary.is_empty() {
+        let k = batch.summary.partition_point(|&s| s < key[0]);
+        gallop(k.saturating_sub(1) * BLOCK, rows, less)
     } else {
-        bsearch(0, p, |r| cmp(r) == Ordering::Less)
+        bsearch(0, p, less)
     };
     *cursor = start;
     let end = gallop(start, rows, |r| cmp(r) == Ordering::Equal);
@@ -395,7 +431,7 @@ fn eq_range(batch: &[u32], n: usize, key: &[u32], cursor: &mut usize) -> (usize,
 pub(crate) struct Exec<'a> {
     pub plan: &'a Plan,
     /// Per step: the sorted batches it reads (scan: its view; negation: the complete index).
-    pub data: Vec<Vec<&'a [u32]>>,
+    pub data: Vec<Vec<Batch<'a>>>,
     cursor_base: Vec<usize>,
 }
 
@@ -407,7 +443,7 @@ pub(crate) struct State {
 }
 
 impl<'a> Exec<'a> {
-    pub fn new(plan: &'a Plan, data: Vec<Vec<&'a [u32]>>) -> Self {
+    pub fn new(plan: &'a Plan, data: Vec<Vec<Batch<'a>>>) -> Self {
         let mut cursor_base = Vec::with_capacity(data.len());
         let mut n = 0;
         for d in &data {
@@ -483,7 +519,7 @@ impl<'a> Exec<'a> {
                 let mut found = false;
                 for (bi, batch) in self.data[i].iter().enumerate() {
                     let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                    let (s, e) = eq_range(batch, *arity, &k[..key.len()], cur);
+                    let (s, e) = eq_range(*batch, *arity, &k[..key.len()], cur);
                     if s < e {
                         found = true;
                         break;
@@ -536,13 +572,14 @@ impl<'a> Exec<'a> {
                         return;
                     }
                 }
-                for (bi, batch) in self.data[i].iter().enumerate() {
+                for (bi, &bat) in self.data[i].iter().enumerate() {
+                    let batch = bat.rows;
                     let rows = batch.len() / n;
                     let (mut start, mut end) = if b == 0 {
                         (0, rows)
                     } else {
                         let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                        eq_range(batch, n, &k[..b], cur)
+                        eq_range(bat, n, &k[..b], cur)
                     };
                     if sc.range.is_some() && start < end {
                         let col = |r: usize| batch[r * n + b];
