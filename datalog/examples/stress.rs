@@ -17,7 +17,10 @@ fn main() {
         eprintln!("usage: stress RULES.dl [N] [SYMBOLS]");
         std::process::exit(2);
     };
-    let n: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let n: u32 = args
+        .get(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
     let nsym: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let src = std::fs::read_to_string(path).unwrap_or_else(|e| {
         eprintln!("{path}: {e}");

@@ -99,7 +99,12 @@ fn type_mismatches() {
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), lastdef(K, _, _, _).\n");
     assert!(d.starts_with("rules/epg.dl:4:41: error: type mismatch: variable `K` is a number here (column `i` of `lastdef`) but a symbol at 4:26"), "{d}");
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), K = 3.\n");
-    assert!(d.starts_with("rules/epg.dl:4:33: error: type mismatch: cannot compare a symbol with a number\n"), "{d}");
+    assert!(
+        d.starts_with(
+            "rules/epg.dl:4:33: error: type mismatch: cannot compare a symbol with a number\n"
+        ),
+        "{d}"
+    );
     let d = one("edge(K, V, \"x\") :- vd(I, K, V), K < \"s\".\n");
     assert!(
         d.contains("symbols can only be compared with `=` and `!=`"),

@@ -463,3 +463,92 @@ fn types_of_helper_variables_are_inferred_from_comparisons() {
     assert_eq!(sorted(&p, &db, "b"), strs(&["1", "7"]));
     assert_eq!(sorted(&p, &db, "c"), strs(&["1", "7"]));
 }
+
+/// Larger random inputs (so that block summaries, galloping and packed sorting are used),
+/// checked against joins computed directly here.
+#[test]
+fn larger_random_joins_match_direct_computation() {
+    use std::collections::BTreeSet;
+    let mut x = 0x1234_5678_9abc_def0u64;
+    let mut rnd = |m: u32| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % m as u64) as u32
+    };
+    let a: Vec<(u32, u32)> = (0..4000).map(|_| (rnd(3000), rnd(700))).collect();
+    let b: Vec<(u32, u32)> = (0..4000).map(|_| (rnd(700), rnd(3000))).collect();
+    let c: Vec<u32> = (0..2000).map(|_| rnd(3000)).collect();
+    let src = r#"
+    .decl a(x: unsigned, y: unsigned)
+    .decl b(y: unsigned, z: unsigned)
+    .decl c(z: unsigned)
+    .decl ab(x: unsigned, z: unsigned)
+    .decl rev(x: unsigned, z: unsigned)
+    .decl abc(x: unsigned)
+    .decl lonely(x: unsigned)
+    .decl near(x: unsigned, z: unsigned)
+    .input a
+    .input b
+    .input c
+    ab(X, Z) :- a(X, Y), b(Y, Z).
+    rev(X, Z) :- b(Y, X), a(Z, Y).
+    abc(X) :- a(X, Y), b(Y, Z), c(Z).
+    lonely(X) :- a(X, Y), !b(Y, _).
+    near(X, Z) :- a(X, Y), c(Z), X < Z, Z <= X + 3.
+    "#;
+    let program = Program::parse(src, "big.dl").unwrap();
+    let mut db = Database::new();
+    db.insert_flat("a", 2, a.iter().flat_map(|&(p, q)| [p, q]).collect());
+    db.insert_flat("b", 2, b.iter().flat_map(|&(p, q)| [p, q]).collect());
+    db.insert_flat("c", 1, c.clone());
+    program.evaluate(&mut db).unwrap();
+    let pairs = |rel: &str| -> BTreeSet<(u32, u32)> {
+        db.rows(rel)
+            .unwrap()
+            .1
+            .chunks(2)
+            .map(|r| (r[0], r[1]))
+            .collect()
+    };
+    let singles =
+        |rel: &str| -> BTreeSet<u32> { db.rows(rel).unwrap().1.iter().copied().collect() };
+
+    let cset: BTreeSet<u32> = c.iter().copied().collect();
+    let bys: BTreeSet<u32> = b.iter().map(|p| p.0).collect();
+    let mut ab = BTreeSet::new();
+    let mut rev = BTreeSet::new();
+    let mut abc = BTreeSet::new();
+    for &(ax, ay) in &a {
+        for &(by, bz) in &b {
+            if ay == by {
+                ab.insert((ax, bz));
+                if cset.contains(&bz) {
+                    abc.insert(ax);
+                }
+            }
+            if by == ay {
+                rev.insert((bz, ax));
+            }
+        }
+    }
+    let lonely: BTreeSet<u32> = a
+        .iter()
+        .filter(|p| !bys.contains(&p.1))
+        .map(|p| p.0)
+        .collect();
+    let mut near = BTreeSet::new();
+    for &(ax, _) in &a {
+        for &z in &c {
+            if ax < z && z <= ax + 3 {
+                near.insert((ax, z));
+            }
+        }
+    }
+    assert!(ab.len() > 1000 && !lonely.is_empty() && !near.is_empty() && !abc.is_empty());
+    assert_eq!(pairs("ab"), ab);
+    assert_eq!(pairs("rev"), rev);
+    assert_eq!(singles("abc"), abc);
+    assert_eq!(singles("lonely"), lonely);
+    assert_eq!(pairs("near"), near);
+}
