@@ -461,13 +461,13 @@ impl Program {
                     if !def.is_identity() && !cache.contains_key(&ix) {
                         cache.insert(ix, permuted_index(arity, &data[def.rel], &def.perm));
                     }
-                    if !summaries.contains_key(&ix) {
+                    if let std::collections::hash_map::Entry::Vacant(e) = summaries.entry(ix) {
                         let rows = if def.is_identity() {
                             &data[def.rel]
                         } else {
                             &cache[&ix]
                         };
-                        summaries.insert(ix, summary(rows, arity));
+                        e.insert(summary(rows, arity));
                     }
                 }
             }

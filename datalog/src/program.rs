@@ -1254,14 +1254,13 @@ impl<'a> Compiler<'a> {
         for e in &pos[next].args {
             match e {
                 Expr::Var(v, _) if bound.contains(v.as_str()) => break, // bound elsewhere
-                Expr::Var(v, _) => match var_col(v) {
-                    Some(c) if matches!(first.args[c], Expr::Var(..)) => {
+                Expr::Var(v, _) => {
+                    if let Some(c) = var_col(v) {
                         if !lead.contains(&c) {
                             lead.push(c);
                         }
                     }
-                    _ => {}
-                },
+                }
                 _ => {}
             }
         }
