@@ -335,7 +335,7 @@ impl Program {
         let decls = &self.decls;
         let derived: HashSet<usize> = self.strata.iter().flat_map(|s| s.rels.clone()).collect();
         // Validate the provided relations.
-        for (r, d) in decls.iter().enumerate() {
+        for d in decls {
             match db.relations.get(&d.name) {
                 None => {
                     if d.is_input {
@@ -377,7 +377,6 @@ impl Program {
                     }
                 }
             }
-            let _ = r;
         }
         let consts: Vec<u32> = self
             .consts

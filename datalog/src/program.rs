@@ -193,7 +193,6 @@ impl Program {
                 continue;
             }
             let mut cols = Vec::new();
-            let mut ok = true;
             let mut seen_cols = HashSet::new();
             for (cname, ty, tspan) in &d.columns {
                 let t = match ty.as_str() {
@@ -207,13 +206,11 @@ impl Program {
                                 "unknown type `{ty}` (expected `symbol`, `number` or `unsigned`)"
                             ),
                         );
-                        ok = false;
                         ColumnType::Number
                     }
                 };
                 if !seen_cols.insert(cname.clone()) {
                     ck.err(*tspan, format!("duplicate column name `{cname}`"));
-                    ok = false;
                 }
                 cols.push((cname.clone(), t));
             }
@@ -226,11 +223,9 @@ impl Program {
                         cols.len()
                     ),
                 );
-                ok = false;
             }
             // Even a faulty declaration is registered to avoid cascading
-            // "undeclared relation" errors.
-            let _ = ok;
+            // "undeclared relation" errors (the program is rejected anyway).
             by_name.insert(d.name.clone(), decls.len());
             decl_spans.push(d.name_span);
             decls.push(RelationDecl {
@@ -1413,6 +1408,27 @@ mod tests {
         // b's key columns (y, const) first, then z.
         assert_eq!(p.indexes[ix].perm, vec![1, 2, 0]);
         assert_eq!(sc[1].key.len(), 2);
+    }
+
+    #[test]
+    fn first_atom_is_ordered_by_the_next_atoms_key() {
+        let src = "
+            .decl a(x: number, y: number)
+            .decl b(y: number, k: symbol, z: number)
+            .decl o(x: number, z: number)
+            o(X, Z) :- a(X, Y), b(Y, \"k\", Z).
+            o(X, Z) :- a(X, Z), b(X, \"k\", Z).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plans = &p.strata[0].base;
+        // a is scanned sorted by Y (its column 1), the key of b.
+        let (ix, _) = plans[0].sources[0];
+        assert_eq!(p.indexes[ix].perm, vec![1, 0]);
+        // Already in key order: identity.
+        let (ix, _) = plans[1].sources[0];
+        assert_eq!(p.indexes[ix].perm, vec![0, 1]);
+        let (ix, _) = plans[0].sources[1];
+        assert_eq!(p.indexes[ix].perm, vec![0, 1, 2]);
     }
 
     #[test]
