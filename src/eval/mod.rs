@@ -1,8 +1,30 @@
 //! Baselines on dumps (`prosecutor baseline`) and the evaluation harness (`prosecutor eval`).
+//!
+//! * [`baseline`]: SBFL (7 formulas) and CP statement scores from a dump's coverage.
+//! * [`score`]: where the faulty line lands in a ranking (positions with ties, top-k, EXAM).
+//! * [`manifest`]: the `[[case]]` manifest of `eval`.
+//! * [`harness`]: one case: trace or reuse a dump, run PROSECUTOR, its ablations and the baselines.
+//! * [`output`]: `summary.md`, `cases.csv`, `topk.svg`.
+//!
+//! Metric definitions and how to run: docs/evaluation.md.
 
+pub mod baseline;
+pub mod harness;
+pub mod manifest;
+pub mod output;
+pub mod score;
+
+use std::io::Write;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
+use crate::localize::{ConvergenceReport, Mode, Report, Stats};
+
+pub use baseline::Technique;
+pub use harness::{run_case, CaseResult, Run, Settings, Tech, Variant};
+pub use manifest::{Case, EvalManifest};
+pub use score::{locate, FaultyLines, Located};
 
 /// `prosecutor baseline DUMP --technique NAME`.
 #[derive(clap::Args, Debug)]
@@ -25,15 +47,110 @@ pub struct BaselineArgs {
 pub struct EvalArgs {
     /// The evaluation manifest (TOML, `[[case]]` entries).
     pub manifest: PathBuf,
-    /// Where to write the summary, per-case CSV and the SVG plot.
+    /// Where to write the summary, per-case CSV and the SVG plot (and the dumps of traced cases).
     #[arg(long, default_value = "eval-out")]
     pub out: PathBuf,
+    /// Cases evaluated in parallel (default: number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Do not run counterfactual experiments (PROSECUTOR then equals its "w/o Cfx" ablation).
+    #[arg(long)]
+    pub no_cfx: bool,
+    /// Timeout of one counterfactual experiment in seconds (default: from each dump's [rerun]).
+    #[arg(long)]
+    pub cfx_timeout: Option<f64>,
+    /// Per-test time limit when tracing, in seconds (a case's `timeout` overrides it).
+    #[arg(long, default_value_t = 10.0)]
+    pub test_timeout: f64,
 }
 
-pub fn run_baseline(_a: &BaselineArgs, _out: &mut dyn std::io::Write) -> Result<i32, Error> {
-    Err(Error::Other("baseline: not implemented yet".to_owned()))
+/// A baseline's ranking of a dump, as a `localize` report (same printing, same shape).
+pub fn baseline_report(
+    dump: &crate::dump::Dump,
+    t: Technique,
+    g: crate::localize::ranking::Granularity,
+) -> Result<Report, Error> {
+    let start = Instant::now();
+    let ranking = harness::baseline_ranking(dump, t, g).map_err(|e| Error::Other(format!("{}: {t}: {e}", dump.dir.display())))?;
+    let failing = dump.traces.iter().filter(|tr| dump.failure_step(tr).is_some()).count();
+    Ok(Report {
+        mode: Mode::Both,
+        granularity: g,
+        ranking,
+        // no inference: nothing to converge
+        convergence: ConvergenceReport { iterations: 0, max_change: 0.0, converged: true, runs: Vec::new() },
+        experiments: Vec::new(),
+        stats: Stats {
+            failing_traces: failing,
+            passing_traces: dump.traces.len() - failing,
+            steps: dump.traces.iter().map(|tr| tr.steps.len()).sum(),
+            kept_steps: dump.traces.iter().map(|tr| tr.steps.len()).sum(),
+            seconds: start.elapsed().as_secs_f64(),
+        },
+    })
 }
 
-pub fn run_eval(_a: &EvalArgs, _out: &mut dyn std::io::Write) -> Result<i32, Error> {
-    Err(Error::Other("eval: not implemented yet".to_owned()))
+pub fn run_baseline(a: &BaselineArgs, out: &mut dyn Write) -> Result<i32, Error> {
+    let t: Technique = a.technique.parse().map_err(Error::Other)?;
+    let dump = crate::dump::Dump::load(&a.dump)?;
+    let report = baseline_report(&dump, t, a.granularity)?;
+    crate::report::write(out, &report, a.format, a.top).map_err(Error::Output)?;
+    Ok(0)
+}
+
+pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
+    let m = EvalManifest::read(&a.manifest).map_err(Error::Other)?;
+    if let Some(t) = a.cfx_timeout {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(Error::Other(format!("--cfx-timeout must be a positive number of seconds, found {t}")));
+        }
+    }
+    if !(a.test_timeout.is_finite() && a.test_timeout > 0.0) {
+        return Err(Error::Other(format!("--test-timeout must be a positive number of seconds, found {}", a.test_timeout)));
+    }
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())).max(1);
+    std::fs::create_dir_all(&a.out).map_err(|e| Error::Io { path: a.out.display().to_string(), source: e })?;
+    let rules = crate::pipeline::Rules::load(None)?;
+    let settings = Settings {
+        rules: &rules,
+        out: a.out.clone(),
+        cfx: !a.no_cfx,
+        // experiments of one case run in parallel only when cases do not
+        cfx_jobs: if m.cases.len() == 1 { jobs } else { 1 },
+        cfx_timeout: a.cfx_timeout.map(Duration::from_secs_f64),
+        test_timeout: Duration::from_secs_f64(a.test_timeout),
+    };
+    let bar = crate::progress::bar(m.cases.len() as u64, "eval");
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().map_err(|e| Error::Other(e.to_string()))?;
+    let results: Vec<CaseResult> = pool.install(|| {
+        use rayon::prelude::*;
+        m.cases
+            .par_iter()
+            .map(|entry| {
+                let r = match entry.resolve(&m) {
+                    Ok(case) => run_case(&case, &settings),
+                    Err(e) => CaseResult::failed(&entry.name, entry.kind.clone(), e),
+                };
+                bar.inc(1);
+                r
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let name = a.manifest.file_name().map_or_else(|| a.manifest.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let write = |file: &str, text: String| -> Result<(), Error> {
+        let p = a.out.join(file);
+        std::fs::write(&p, text).map_err(|e| Error::Io { path: p.display().to_string(), source: e })
+    };
+    write("summary.md", output::summary_md(&name, &results))?;
+    write("cases.csv", output::cases_csv(&results))?;
+    write("topk.svg", output::topk_svg(&results))?;
+    let table = output::technique_table(&output::summarize(&results));
+    writeln!(out, "{table}").map_err(Error::Output)?;
+    let errs = output::error_list(&results);
+    if !errs.is_empty() {
+        writeln!(out, "errors:\n{errs}").map_err(Error::Output)?;
+    }
+    writeln!(out, "wrote {}/summary.md, cases.csv, topk.svg", a.out.display()).map_err(Error::Output)?;
+    Ok(if results.iter().any(CaseResult::failed_case) { 1 } else { 0 })
 }

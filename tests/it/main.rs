@@ -1,8 +1,10 @@
 //! The one integration-test binary (ripgrep's layout): each module covers one area.
 
 mod bad_input;
+mod baseline;
 mod common;
 mod differential;
 mod epg_fixtures;
+mod eval;
 mod localize;
 mod rules_cli;

@@ -1,0 +1,214 @@
+//! Running one case: get a dump (trace, or reuse), run every technique on it, locate the fault.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::dump::Dump;
+use crate::localize::cfx::{ExperimentResult, RunOptions};
+use crate::localize::ranking::{rank, Granularity, Ranked};
+use crate::localize::{self, CfxSource, Mode, Options};
+use crate::pipeline::Rules;
+
+use super::baseline::{self, Technique};
+use super::manifest::{Case, Source};
+use super::score::{filter_ranking, locate, path_suffix_eq, Located};
+
+/// PROSECUTOR and its four ablations (paper Table 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Full: F and F∪P aggregated, counterfactual experiments, trace compression.
+    Full,
+    /// Without counterfactual experiments ("w/o Cfx").
+    NoCfx,
+    /// Failing traces only, no aggregation ("F").
+    F,
+    /// Failing and passing traces, no aggregation ("F∪P").
+    Fp,
+    /// Without loop compression of traces.
+    NoCompress,
+}
+
+/// A technique of the evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tech {
+    Prosecutor(Variant),
+    Baseline(Technique),
+}
+
+impl Tech {
+    /// Every technique, in table order.
+    pub fn all() -> Vec<Tech> {
+        [Variant::Full, Variant::NoCfx, Variant::F, Variant::Fp, Variant::NoCompress]
+            .into_iter()
+            .map(Tech::Prosecutor)
+            .chain(Technique::all().into_iter().map(Tech::Baseline))
+            .collect()
+    }
+
+    /// Machine name (cases.csv).
+    pub fn id(self) -> &'static str {
+        match self {
+            Tech::Prosecutor(Variant::Full) => "prosecutor",
+            Tech::Prosecutor(Variant::NoCfx) => "prosecutor-nocfx",
+            Tech::Prosecutor(Variant::F) => "prosecutor-f",
+            Tech::Prosecutor(Variant::Fp) => "prosecutor-fp",
+            Tech::Prosecutor(Variant::NoCompress) => "prosecutor-nocompress",
+            Tech::Baseline(t) => t.name(),
+        }
+    }
+
+    /// Display name (summary.md, topk.svg).
+    pub fn label(self) -> &'static str {
+        match self {
+            Tech::Prosecutor(Variant::Full) => "PROSECUTOR",
+            Tech::Prosecutor(Variant::NoCfx) => "w/o Cfx",
+            Tech::Prosecutor(Variant::F) => "F",
+            Tech::Prosecutor(Variant::Fp) => "F∪P",
+            Tech::Prosecutor(Variant::NoCompress) => "w/o compression",
+            Tech::Baseline(t) => t.label(),
+        }
+    }
+}
+
+/// Settings shared by all cases.
+pub struct Settings<'a> {
+    pub rules: &'a Rules,
+    /// Where dumps of traced cases go (`OUT/dumps/<name>`) and experiment outcomes (`OUT/cfx`).
+    pub out: PathBuf,
+    /// Run counterfactual experiments (when the dump has a `[rerun]` recipe).
+    pub cfx: bool,
+    pub cfx_jobs: usize,
+    pub cfx_timeout: Option<Duration>,
+    /// Default per-test time limit when tracing.
+    pub test_timeout: Duration,
+}
+
+/// One technique on one case.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub tech: Tech,
+    pub located: Option<Located>,
+    pub seconds: f64,
+    pub error: Option<String>,
+}
+
+/// One case: every technique, or the reason the case could not be evaluated.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub name: String,
+    pub kind: Option<String>,
+    pub error: Option<String>,
+    /// Tracing time (0 when the dump was given or reused).
+    pub trace_seconds: f64,
+    pub runs: Vec<Run>,
+}
+
+impl CaseResult {
+    pub fn failed(name: &str, kind: Option<String>, error: String) -> CaseResult {
+        CaseResult { name: name.to_owned(), kind, error: Some(error), trace_seconds: 0.0, runs: Vec::new() }
+    }
+
+    /// Whether the case could not be evaluated at all (bad manifest entry, tracing failed, dump
+    /// does not load). A technique that fails on a case is a result, not a case failure.
+    pub fn failed_case(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+/// The dump of a case: the given one, a previous run's (`OUT/dumps/<name>`), or a new trace.
+fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
+    match &case.source {
+        Source::Dump(p) => Ok((Dump::load(p).map_err(|e| e.to_string())?, 0.0)),
+        Source::Trace { dir, src_dir, test, timeout } => {
+            let out = s.out.join("dumps").join(&case.name);
+            if out.join("manifest.toml").is_file() {
+                if let Ok(d) = Dump::load(&out) {
+                    return Ok((d, 0.0));
+                }
+                // an unreadable dump of an interrupted run: trace again
+            }
+            if out.exists() {
+                std::fs::remove_dir_all(&out).map_err(|e| format!("cannot remove the stale dump {}: {e}", out.display()))?;
+            }
+            let start = Instant::now();
+            trace_python(dir, src_dir, test, &out, timeout.map_or(s.test_timeout, Duration::from_secs_f64))?;
+            let secs = start.elapsed().as_secs_f64();
+            Ok((Dump::load(&out).map_err(|e| format!("the traced dump does not load: {e}"))?, secs))
+        }
+    }
+}
+
+/// Traces a test command with the Python front-end into `out`.
+fn trace_python(dir: &Path, src: &Path, test: &[String], out: &Path, timeout: Duration) -> Result<(), String> {
+    let mut o = crate::frontend::python::PythonTraceOptions::new(src, out, test.to_vec());
+    o.cwd = dir.to_owned();
+    o.test_timeout = timeout;
+    crate::frontend::python::trace(&o).map(|_| ()).map_err(|e| format!("tracing failed: {e}"))
+}
+
+/// A baseline's line (or method, statement) ranking.
+pub fn baseline_ranking(dump: &Dump, t: Technique, g: Granularity) -> Result<Vec<Ranked>, String> {
+    Ok(rank(dump, &baseline::stmt_scores(dump, t)?, g))
+}
+
+/// Runs every technique on one case.
+pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
+    let (dump, trace_seconds) = match obtain_dump(case, s) {
+        Ok(d) => d,
+        Err(e) => return CaseResult::failed(&case.name, case.kind.clone(), e),
+    };
+    let scope = |r: Vec<Ranked>| match &case.only_file {
+        Some(f) => filter_ranking(r, |e| path_suffix_eq(&e.file, f)),
+        None => r,
+    };
+    let run_opts = RunOptions { jobs: s.cfx_jobs.max(1), timeout: s.cfx_timeout, progress: false };
+    let cfx_file = s.out.join("cfx").join(format!("{}.json", case.name));
+    let mut full_experiments: Option<Vec<ExperimentResult>> = None;
+    let mut runs = Vec::new();
+    for tech in Tech::all() {
+        let start = Instant::now();
+        let ranking: Result<Vec<Ranked>, String> = match tech {
+            Tech::Baseline(t) => baseline_ranking(&dump, t, Granularity::Line),
+            Tech::Prosecutor(v) => {
+                let mut o = Options { granularity: Granularity::Line, ..Options::default() };
+                o.cfx = if s.cfx { CfxSource::Run(run_opts.clone()) } else { CfxSource::Off };
+                match v {
+                    Variant::Full => {}
+                    Variant::NoCfx => o.cfx = CfxSource::Off,
+                    Variant::F => {
+                        o.mode = Mode::F;
+                        // F plans the same experiments as the full run (both plan on the F
+                        // model): reuse their outcomes instead of re-running them.
+                        if let Some(ex) = full_experiments.as_ref().filter(|e| !e.is_empty()) {
+                            if write_json(&cfx_file, ex).is_ok() {
+                                o.cfx = CfxSource::Results(cfx_file.clone());
+                            }
+                        }
+                    }
+                    Variant::Fp => o.mode = Mode::Fp,
+                    Variant::NoCompress => o.compress = false,
+                }
+                localize::localize(&dump, s.rules, &o).map_err(|e| e.to_string()).map(|r| {
+                    if v == Variant::Full {
+                        full_experiments = Some(r.experiments.clone());
+                    }
+                    r.ranking
+                })
+            }
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        runs.push(match ranking {
+            Ok(r) => Run { tech, located: Some(locate(&scope(r), &case.fault)), seconds, error: None },
+            Err(e) => Run { tech, located: None, seconds, error: Some(e) },
+        });
+    }
+    CaseResult { name: case.name.clone(), kind: case.kind.clone(), error: None, trace_seconds, runs }
+}
+
+fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), String> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+    }
+    let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| e.to_string())
+}

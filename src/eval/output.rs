@@ -1,0 +1,336 @@
+//! Outputs of `prosecutor eval`: `summary.md` (Table 3 of the paper), `cases.csv`, `topk.svg`
+//! (Fig. 9 of the paper).
+
+use std::fmt::Write as _;
+
+use crate::metrics::aggregate::Summary;
+
+use super::harness::{CaseResult, Run, Tech};
+
+/// The k of the top-k columns (pessimistic).
+pub const TOP_K: [usize; 5] = [1, 3, 5, 10, 20];
+/// The k of the average (random tie-breaking) top-k columns.
+pub const TOP_K_AVG: [usize; 3] = [1, 3, 5];
+
+/// Aggregates of one technique over the cases that could be evaluated.
+#[derive(Debug, Clone)]
+pub struct TechSummary {
+    pub tech: Tech,
+    /// Cases counted (every case without a case-level error).
+    pub cases: usize,
+    /// Faults at pessimistic position <= k, for k in [`TOP_K`].
+    pub hits: Vec<usize>,
+    /// Expected faults within top-k under random tie-breaking, for k in [`TOP_K_AVG`].
+    pub hits_avg: Vec<f64>,
+    /// EXAM per case (1 for a run that failed or ranked nothing).
+    pub exam: Vec<f64>,
+    pub seconds: Vec<f64>,
+    pub not_found: usize,
+    pub errors: usize,
+}
+
+/// The run of `tech` in a case (cases without a case-level error have every technique).
+fn run_of(c: &CaseResult, tech: Tech) -> Option<&Run> {
+    c.runs.iter().find(|r| r.tech == tech)
+}
+
+/// EXAM of a run; a failed run or an empty ranking counts as examining everything.
+pub fn run_exam(r: &Run) -> f64 {
+    r.located.as_ref().and_then(|l| l.exam()).unwrap_or(1.0)
+}
+
+pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
+    let ok: Vec<&CaseResult> = results.iter().filter(|c| c.error.is_none()).collect();
+    Tech::all()
+        .into_iter()
+        .map(|tech| {
+            let runs: Vec<&Run> = ok.iter().filter_map(|c| run_of(c, tech)).collect();
+            let hit = |k: usize| runs.iter().filter(|r| r.located.as_ref().is_some_and(|l| l.hit(k))).count();
+            let hit_avg = |k: usize| runs.iter().filter_map(|r| r.located.as_ref()).map(|l| l.hit_expected(k)).sum();
+            TechSummary {
+                tech,
+                cases: ok.len(),
+                hits: TOP_K.iter().map(|&k| hit(k)).collect(),
+                hits_avg: TOP_K_AVG.iter().map(|&k| hit_avg(k)).collect(),
+                exam: runs.iter().map(|r| run_exam(r)).collect(),
+                seconds: runs.iter().map(|r| r.seconds).collect(),
+                not_found: runs.iter().filter(|r| r.located.as_ref().is_some_and(|l| !l.found())).count(),
+                errors: runs.iter().filter(|r| r.error.is_some()).count(),
+            }
+        })
+        .collect()
+}
+
+fn fmt_avg(x: f64) -> String {
+    let r = (x * 10.0).round() / 10.0;
+    if r.fract() == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("–".to_owned(), |x| format!("{:.1}", x * 100.0))
+}
+
+/// The Table 3-like Markdown table.
+pub fn technique_table(sums: &[TechSummary]) -> String {
+    let mut s = String::new();
+    s.push_str("| technique |");
+    for k in TOP_K {
+        let _ = write!(s, " @{k} |");
+    }
+    for k in TOP_K_AVG {
+        let _ = write!(s, " @{k} avg |");
+    }
+    s.push_str(" EXAM median % | EXAM mean % | not found | errors | median s |\n|---|");
+    s.push_str(&"---:|".repeat(TOP_K.len() + TOP_K_AVG.len() + 5));
+    s.push('\n');
+    for t in sums {
+        let _ = write!(s, "| {} |", t.tech.label());
+        for h in &t.hits {
+            let _ = write!(s, " {h} |");
+        }
+        for h in &t.hits_avg {
+            let _ = write!(s, " {} |", fmt_avg(*h));
+        }
+        let ex = Summary::of(&t.exam);
+        let secs = Summary::of(&t.seconds);
+        let _ = writeln!(
+            s,
+            " {} | {} | {} | {} | {} |",
+            pct(ex.map(|e| e.median)),
+            pct(ex.map(|e| e.mean)),
+            t.not_found,
+            t.errors,
+            secs.map_or("–".to_owned(), |x| format!("{:.3}", x.median))
+        );
+    }
+    s
+}
+
+/// Failed cases and failed runs, one line each.
+pub fn error_list(results: &[CaseResult]) -> String {
+    let mut s = String::new();
+    for c in results {
+        if let Some(e) = &c.error {
+            let _ = writeln!(s, "- `{}`: {}", c.name, one_line(e));
+        }
+        for r in c.runs.iter().filter(|r| r.error.is_some()) {
+            let _ = writeln!(s, "- `{}` / {}: {}", c.name, r.tech.id(), one_line(r.error.as_deref().unwrap_or("")));
+        }
+    }
+    s
+}
+
+fn one_line(s: &str) -> String {
+    s.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
+}
+
+/// `summary.md`.
+pub fn summary_md(manifest_name: &str, results: &[CaseResult]) -> String {
+    let sums = summarize(results);
+    let failed = results.iter().filter(|c| c.error.is_some()).count();
+    let mut s = String::new();
+    let _ = writeln!(s, "# Evaluation: {manifest_name}\n");
+    let _ = writeln!(
+        s,
+        "{} cases, {} evaluated, {} failed (excluded from the table). Line-level rankings; \
+         @k = faults whose line is within the top k at the end of its tie group (pessimistic); \
+         @k avg = expected number under random tie-breaking; EXAM = pessimistic position / lines ranked \
+         (a fault not ranked: (lines + 1) / lines; a failed run: 1). Definitions: docs/evaluation.md.\n",
+        results.len(),
+        results.len() - failed,
+        failed
+    );
+    s.push_str(&technique_table(&sums));
+    // per-case positions
+    s.push_str("\n## Position of the faulty line per case (pessimistic / lines ranked)\n\n| case |");
+    for t in Tech::all() {
+        let _ = write!(s, " {} |", t.label());
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---:|".repeat(Tech::all().len()));
+    s.push('\n');
+    for c in results {
+        let _ = write!(s, "| {} |", c.name);
+        for t in Tech::all() {
+            let cell = match (&c.error, run_of(c, t)) {
+                (Some(_), _) | (None, None) => "error".to_owned(),
+                (None, Some(r)) => match &r.located {
+                    None => "error".to_owned(),
+                    Some(l) if !l.found() => format!("–/{}", l.n_lines),
+                    Some(l) => format!("{}/{}", l.pessimistic(), l.n_lines),
+                },
+            };
+            let _ = write!(s, " {cell} |");
+        }
+        s.push('\n');
+    }
+    let errs = error_list(results);
+    if !errs.is_empty() {
+        let _ = write!(s, "\n## Errors\n\n{errs}");
+    }
+    s
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// `cases.csv`: one row per case × technique.
+pub fn cases_csv(results: &[CaseResult]) -> String {
+    let mut s = String::from("case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error\n");
+    for c in results {
+        for t in Tech::all() {
+            let name = csv_field(&c.name);
+            match (&c.error, run_of(c, t)) {
+                (Some(e), _) => {
+                    let _ = writeln!(s, "{name},{},,,,,,{}", t.id(), csv_field(&one_line(e)));
+                }
+                (None, None) => {
+                    let _ = writeln!(s, "{name},{},,,,,,not run", t.id());
+                }
+                (None, Some(r)) => match &r.located {
+                    Some(l) => {
+                        let _ = writeln!(
+                            s,
+                            "{name},{},{},{},{},{},{:.3},",
+                            t.id(),
+                            l.pessimistic(),
+                            fmt_pos(l.average()),
+                            l.exam().map_or(String::new(), |e| format!("{e:.6}")),
+                            l.n_lines,
+                            r.seconds
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(
+                            s,
+                            "{name},{},,,,,{:.3},{}",
+                            t.id(),
+                            r.seconds,
+                            csv_field(&one_line(r.error.as_deref().unwrap_or("")))
+                        );
+                    }
+                },
+            }
+        }
+    }
+    s
+}
+
+fn fmt_pos(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Colours and dash patterns per technique (PROSECUTOR thick, ablations dashed).
+fn style(i: usize, t: Tech) -> (&'static str, &'static str, f64) {
+    const COLORS: [&str; 13] = [
+        "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#1f77b4", "#2ca02c", "#17becf", "#bcbd22", "#7f7f7f",
+        "#393b79", "#637939", "#000000",
+    ];
+    let color = COLORS[i % COLORS.len()];
+    match t {
+        Tech::Prosecutor(super::harness::Variant::Full) => (color, "", 3.0),
+        Tech::Prosecutor(_) => (color, "6 3", 1.8),
+        Tech::Baseline(_) => (color, "", 1.5),
+    }
+}
+
+/// `topk.svg`: number of faults within the top k (pessimistic) against k, one line per technique.
+pub fn topk_svg(results: &[CaseResult]) -> String {
+    let ok: Vec<&CaseResult> = results.iter().filter(|c| c.error.is_none()).collect();
+    let max_len = ok.iter().flat_map(|c| c.runs.iter()).filter_map(|r| r.located.as_ref()).map(|l| l.n_lines).max().unwrap_or(1);
+    let kmax = max_len.clamp(1, 20);
+    let n = ok.len().max(1);
+    let (w, h) = (760.0, 460.0);
+    let (left, right, top, bottom) = (60.0, 200.0, 40.0, 50.0);
+    let (pw, ph) = (w - left - right, h - top - bottom);
+    let x = |k: usize| if kmax == 1 { left + pw / 2.0 } else { left + pw * (k - 1) as f64 / (kmax - 1) as f64 };
+    let y = |v: usize| top + ph - ph * v as f64 / n as f64;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">Faults found within the top k ({} cases, pessimistic ties)</text>"#,
+        left + pw / 2.0,
+        ok.len()
+    );
+    // grid, ticks and labels
+    let ystep = [1usize, 2, 5, 10, 20, 50, 100, 200, 500, 1000].into_iter().find(|st| n / st <= 10).unwrap_or(n.max(1));
+    let mut v = 0;
+    while v <= n {
+        let yy = y(v);
+        let _ = writeln!(s, r##"<line x1="{left}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e0e0e0"/>"##, left + pw);
+        let _ = writeln!(s, r#"<line x1="{:.1}" y1="{yy:.1}" x2="{left}" y2="{yy:.1}" stroke="black"/>"#, left - 5.0);
+        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{v}</text>"#, left - 8.0, yy + 4.0);
+        v += ystep;
+    }
+    for k in 1..=kmax {
+        let xx = x(k);
+        let _ = writeln!(s, r#"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="black"/>"#, top + ph, top + ph + 5.0);
+        let _ = writeln!(s, r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">{k}</text>"#, top + ph + 18.0);
+    }
+    let _ = writeln!(
+        s,
+        r#"<line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="black"/><line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"#,
+        top + ph,
+        top + ph,
+        left + pw,
+        top + ph
+    );
+    let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">k</text>"#, left + pw / 2.0, h - 12.0);
+    let _ = writeln!(
+        s,
+        r#"<text x="16" y="{:.1}" text-anchor="middle" transform="rotate(-90 16 {:.1})">faults in top k</text>"#,
+        top + ph / 2.0,
+        top + ph / 2.0
+    );
+    // one polyline per technique, then the legend
+    for (i, t) in Tech::all().into_iter().enumerate() {
+        let pts: Vec<String> = (1..=kmax)
+            .map(|k| {
+                let c = ok.iter().filter(|c| run_of(c, t).and_then(|r| r.located.as_ref()).is_some_and(|l| l.hit(k))).count();
+                format!("{:.1},{:.1}", x(k), y(c))
+            })
+            .collect();
+        let (color, dash, width) = style(i, t);
+        let dash_attr = if dash.is_empty() { String::new() } else { format!(r#" stroke-dasharray="{dash}""#) };
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="{width}"{dash_attr} points="{}"><title>{}</title></polyline>"#,
+            pts.join(" "),
+            esc(t.label())
+        );
+        let ly = top + 10.0 + 18.0 * i as f64;
+        let lx = left + pw + 20.0;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="{width}"{dash_attr}/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            lx + 28.0,
+            lx + 34.0,
+            ly + 4.0,
+            esc(t.label())
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
