@@ -443,8 +443,18 @@ def write_dump(st):
     for x in w.values():
         x.close()
     _write_manifest(st, entries)
+    warnings = []
+    timeouts = [t["id"] for t in tests if t.get("failure_kind") == "timeout"]
+    if timeouts:
+        warnings.append(f"{len(timeouts)} test(s) stopped after {st.timeout:g} s under tracing (tracing is "
+                        f"much slower than a plain run; raise the timeout if they do not hang): "
+                        + ", ".join(timeouts[:5]) + (" ..." if len(timeouts) > 5 else ""))
+    truncated = [t["id"] for t in tests if t.get("truncated")]
+    if truncated:
+        warnings.append(f"{len(truncated)} trace(s) truncated at the step cap ({st.step_cap} steps): "
+                        + ", ".join(truncated[:5]) + (" ..." if len(truncated) > 5 else ""))
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
-            "collected": st.collected, "warnings": (st.reg.warnings + st.tracer.errors)[:200]}
+            "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
 
 
 def _q(s):
