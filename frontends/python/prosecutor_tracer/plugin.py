@@ -184,7 +184,7 @@ def pytest_runtest_call(item):
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, st.timeout)
     t0 = time.monotonic()
-    st.tracer.start(item.nodeid, _root_code(item), record_steps=(st.mode == "trace"))
+    st.tracer.start(item.nodeid, _root_code(item))
     try:
         yield
     finally:
@@ -375,6 +375,8 @@ def write_dump(st):
     for rp in sorted(files, key=lambda p: files[p].rel):
         f = files[rp]
         for m in f.methods:
+            if not m.nodes or m.entry is None:
+                continue  # an empty module (comments only): nothing can execute
             w["method"].row(m.id, m.role, m.entry)
             for i, v in enumerate(m.formals):
                 w["formal"].row(m.id, i, v)
