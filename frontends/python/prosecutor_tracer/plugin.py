@@ -184,7 +184,7 @@ def pytest_runtest_call(item):
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, st.timeout)
     t0 = time.monotonic()
-    st.tracer.start(item.nodeid, _root_code(item), record_steps=(st.mode == "trace"))
+    st.tracer.start(item.nodeid, _root_code(item))
     try:
         yield
     finally:
@@ -375,6 +375,8 @@ def write_dump(st):
     for rp in sorted(files, key=lambda p: files[p].rel):
         f = files[rp]
         for m in f.methods:
+            if not m.nodes or m.entry is None:
+                continue  # an empty module (comments only): nothing can execute
             w["method"].row(m.id, m.role, m.entry)
             for i, v in enumerate(m.formals):
                 w["formal"].row(m.id, i, v)
@@ -443,8 +445,18 @@ def write_dump(st):
     for x in w.values():
         x.close()
     _write_manifest(st, entries)
+    warnings = []
+    timeouts = [t["id"] for t in tests if t.get("failure_kind") == "timeout"]
+    if timeouts:
+        warnings.append(f"{len(timeouts)} test(s) stopped after {st.timeout:g} s under tracing (tracing is "
+                        f"much slower than a plain run; raise the timeout if they do not hang): "
+                        + ", ".join(timeouts[:5]) + (" ..." if len(timeouts) > 5 else ""))
+    truncated = [t["id"] for t in tests if t.get("truncated")]
+    if truncated:
+        warnings.append(f"{len(truncated)} trace(s) truncated at the step cap ({st.step_cap} steps): "
+                        + ", ".join(truncated[:5]) + (" ..." if len(truncated) > 5 else ""))
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
-            "collected": st.collected, "warnings": (st.reg.warnings + st.tracer.errors)[:200]}
+            "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
 
 
 def _q(s):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import re
 import types
 
 # Built-in functions known not to mutate their arguments: names passed to them are not added
@@ -73,6 +74,7 @@ class Method:
     __slots__ = (
         "id", "role", "qualname", "firstlineno", "nodes", "entry", "formals", "this_formal",
         "regions", "exact", "line_nodes", "multi_lines", "calls", "params", "facts",
+        "_line_index",
     )
 
     def __init__(self, mid, role, qualname, firstlineno, facts):
@@ -91,6 +93,16 @@ class Method:
         self.calls = {}             # node id -> list of call descriptors (for bind.facts)
         self.params = None          # parameter descriptor (for bind.facts)
         self.facts = facts
+        self._line_index = None
+
+    def _build_line_index(self):
+        """line -> the regions covering it (so a lookup does not scan the whole method)."""
+        idx = {}
+        for r in self.regions:
+            for line in range(r[0], r[2] + 1):
+                idx.setdefault(line, []).append(r)
+        self._line_index = idx
+        return idx
 
     def node_at(self, pos, line):
         """The node a bytecode position belongs to (innermost region), or None."""
@@ -100,9 +112,12 @@ class Method:
         n = self.exact.get((l, el, c, ec))
         if n is not None:
             return n
+        idx = self._line_index
+        if idx is None:
+            idx = self._build_line_index()
         best = None
         bkey = None
-        for (l1, c1, l2, c2, nid) in self.regions:
+        for (l1, c1, l2, c2, nid) in idx.get(l, ()):
             if (l1, c1) <= (l, c) < (l2, c2):
                 key = (l1, c1, -l2, -c2)
                 if bkey is None or key > bkey:
@@ -328,15 +343,36 @@ class Analyzer:
         self.f = facts
         self.tree = tree
         self.instrument = instrument   # create wrapper-driven pseudo nodes (app code)
-        self.lines = facts.source.splitlines()
+        # line splitting as the tokenizer does it (str.splitlines also splits at \f, \v, ...)
+        self.lines = re.split(r"\r\n|\r|\n", facts.source)
+        self.blines = [ln.encode("utf-8", "surrogatepass") for ln in self.lines]
 
     # ------------------------------------------------------------ helpers
-    def text(self, n):
-        seg = None
+    def segment(self, n, limit=400):
+        """Source text of a node (AST columns are UTF-8 byte offsets), at most ~limit chars;
+        ast.get_source_segment re-splits the whole file on every call."""
         try:
-            seg = ast.get_source_segment(self.f.source, n)
+            l1, l2, c1, c2 = n.lineno, n.end_lineno, n.col_offset, n.end_col_offset
+            if l2 is None or c2 is None:
+                return None
+            if l1 == l2:
+                return self.blines[l1 - 1][c1:c2].decode("utf-8", "replace")
+            parts = [self.blines[l1 - 1][c1:].decode("utf-8", "replace")]
+            size = len(parts[0])
+            for ln in range(l1 + 1, l2):
+                if size > limit:
+                    break
+                t = self.blines[ln - 1].decode("utf-8", "replace")
+                parts.append(t)
+                size += len(t)
+            else:
+                parts.append(self.blines[l2 - 1][:c2].decode("utf-8", "replace"))
+            return "\n".join(parts)
         except Exception:
-            seg = None
+            return None
+
+    def text(self, n):
+        seg = self.segment(n)
         if seg is None:
             try:
                 seg = self.lines[n.lineno - 1].strip()

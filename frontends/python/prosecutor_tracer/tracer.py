@@ -176,10 +176,13 @@ class Tracer:
         self.thread = threading.get_ident()
         if self._global is None:
             self._global = self._make_global()
+        self._previous = sys.gettrace()
         sys.settrace(self._global)
 
     def stop(self):
-        sys.settrace(None)
+        # give back the trace function that was there before (coverage tools, debuggers)
+        sys.settrace(getattr(self, "_previous", None))
+        self._previous = None
         rec = self.cur
         self.active = False
         self.stack = []
@@ -280,6 +283,7 @@ class Tracer:
         branch_ids = self.reg.branch_ids
         cap = self.step_cap
         slow_step = self.step
+        eager = self.reg.eager
 
         def local(frame, event, arg):
             try:
@@ -291,7 +295,10 @@ class Tracer:
                     if nid != rec.node or off < rec.off:
                         cur = tracer.cur
                         st = tracer.stack
-                        if (cur is not None and st and st[-1] is rec and rec.fid is not None
+                        if nid in eager and eager[nid] == rec.node and cur is not None:
+                            # an operand of the statement whose step has just begun
+                            tracer._relabel(rec, nid)
+                        elif (cur is not None and st and st[-1] is rec and rec.fid is not None
                                 and cur.nsteps < cap and cur.record_steps):
                             prev = rec.node
                             cur.coverage.add(nid)
