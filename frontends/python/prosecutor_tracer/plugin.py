@@ -54,6 +54,11 @@ class State:
         self.step_cap = _env_int("PROSECUTOR_STEP_CAP", 2_000_000)
         self.trace_all = os.environ.get("PROSECUTOR_TRACE_ALL", "") not in ("", "0")
         self.reg = Registry(self.src, self.cwd)
+        if self.out:
+            self.reg.exclude.append(os.path.realpath(self.out))
+        for ex in os.environ.get("PROSECUTOR_EXCLUDE", "").split(os.pathsep):
+            if ex:
+                self.reg.exclude.append(os.path.realpath(ex))
         flip = None
         if mode == "flip":
             flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
