@@ -636,7 +636,10 @@ class Analyzer:
             self.call_facts(m, n, s, [item.context_expr for item in s.items])
             self.edge(x.id, follow)
             self.exc_edges([x.id], ctx)
-            body = self.block(m, s.body, x.id, ctx.with_handler(x.id))
+            # an exception in the body runs __exit__ and leaves to the enclosing handler: the
+            # exceptional edges go there (an edge to :exit would make every statement after the
+            # `with` control-dependent on the body, see docs/frontend-python.md)
+            body = self.block(m, s.body, x.id, ctx)
             self.edge(n.id, body)
             cont = n.id
             for item in reversed(s.items):
@@ -648,7 +651,9 @@ class Analyzer:
             self.region(m, n.id, s.lineno, s.col_offset, s.end_lineno, s.end_col_offset)
             fin = self.block(m, s.finalbody, follow, ctx) if s.finalbody else None
             after = fin if fin is not None else follow
-            hctx = ctx.with_handler(fin) if fin is not None else ctx
+            # exceptions escaping the handlers (and the try body, when no handler exists) run the
+            # finally block on their way out: their exceptional edges go to the enclosing handler
+            hctx = ctx
             catch_ids = []
             nxt_catch = fin  # an exception no handler matches goes to finally (or leaves)
             for h in reversed(s.handlers):
@@ -670,7 +675,7 @@ class Analyzer:
                 catch_ids.append(c.id)
             first_catch = nxt_catch
             els = self.block(m, s.orelse, after, hctx.with_finally(fin)) if s.orelse else after
-            bctx = ctx.with_handler(first_catch if first_catch is not None else fin).with_finally(fin)
+            bctx = (ctx.with_handler(first_catch) if first_catch is not None else ctx).with_finally(fin)
             body = self.block(m, s.body, els, bctx)
             self.edge(n.id, body)
             return n.id
