@@ -1012,7 +1012,7 @@ def _finish(facts, a, raw_entries, tree):
     facts._loop_labels = None
 
 
-def analyze_file(path, rel, role):
+def analyze_file(path, rel, role, instrument=None):
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -1023,7 +1023,7 @@ def analyze_file(path, rel, role):
         source = importlib.util.decode_source(data)
     except Exception as e:
         raise StaticError(f"{path}:0: cannot decode: {e}") from None
-    return analyze_source(source, path, rel, role)[0]
+    return analyze_source(source, path, rel, role, instrument=instrument)[0]
 
 
 def relpath_for(path, root):

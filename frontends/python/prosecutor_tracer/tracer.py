@@ -130,7 +130,10 @@ class Registry:
                     if not n.real and n.wrapped:
                         self.eager[nid] = n.stmt
 
-    def facts_for(self, path):
+    def facts_for(self, path, running=False):
+        """Static facts of a traced file (None if it is not traced). `running`: asked for code
+        that is executing, so an app module that did not go through the import hook is
+        uninstrumented: analyse it without wrapper-driven pseudo-statements."""
         rp = self.real(path)
         f = self.files.get(rp, _MISSING)
         if f is not _MISSING:
@@ -140,8 +143,12 @@ class Registry:
             self.files[rp] = None
             return None
         try:
-            f = sf.analyze_file(rp, self.rel_of(rp, role), role)
+            f = sf.analyze_file(rp, self.rel_of(rp, role), role,
+                                instrument=(role == "app" and not running))
             self.warnings.extend(f.warnings)
+            if running and role == "app":
+                self.warnings.append(f"{self.rel_of(rp, role)}: imported before the tracer: not "
+                                     f"instrumented (branch outcomes inferred, no flipping)")
         except sf.StaticError as e:
             self.warnings.append(str(e))
             f = None
@@ -202,7 +209,7 @@ class Tracer:
         m = None
         try:
             if co.co_name not in sf.OPAQUE_CODE_NAMES:
-                facts = self.reg.facts_for(co.co_filename)
+                facts = self.reg.facts_for(co.co_filename, running=True)
                 if facts is not None:
                     m = facts.method_for_code(co)
         except Exception as e:
