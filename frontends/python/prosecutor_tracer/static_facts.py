@@ -546,14 +546,9 @@ class Analyzer:
         self.region(m, n.id, s.lineno, s.col_offset, s.end_lineno, s.end_col_offset)
         return n
 
-    def pseudos_since(self, m, k):
-        return [nid for nid in m.nodes[k:]]
-
     def stmt(self, m, s, follow, ctx):
-        self.cur_method = m
         k0 = len(m.nodes)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([s.lineno] + [d.lineno for d in s.decorator_list])
             fc = min([(s.lineno, s.col_offset)] + [(d.lineno, d.col_offset) for d in s.decorator_list])
             n = self.new_node(m, s, "assign", True)
             self.region(m, n.id, fc[0], fc[1], s.end_lineno, s.end_col_offset)
@@ -567,8 +562,7 @@ class Analyzer:
                 ns = expr_names(e)
                 n.uses |= ns.uses
             prefix, in_class = self.prefix_stack[-1]
-            sub = self.nested(prefix, s, isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class)
-            self.sub_entries.append(sub)
+            self.nested(prefix, s, isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class)
             self.edge(n.id, follow)
             self.exc_edges([n.id], ctx)
             return n.id
@@ -883,7 +877,6 @@ def analyze_source(source, path, rel, role, instrument=None, tree=None):
     facts = FileFacts(path, rel, role, source)
     a = Analyzer(facts, tree, instrument)
     a.prefix_stack = [("", False)]
-    a.sub_entries = []
     a.raw_entries = {}
     mod = a.new_method("<module>", 1, None)
     a.raw_entries[mod.id] = a.block(mod, tree.body, None, Ctx())

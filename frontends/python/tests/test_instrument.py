@@ -11,7 +11,6 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from prosecutor_tracer import instrument  # noqa: E402
-from prosecutor_tracer import static_facts as sf  # noqa: E402
 from prosecutor_tracer.tracer import Registry, Tracer  # noqa: E402
 
 TEXT = ("The quick brown fox -- jumps over the lazy dog; it's 42 o'clock and "
