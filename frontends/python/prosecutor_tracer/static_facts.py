@@ -546,14 +546,9 @@ class Analyzer:
         self.region(m, n.id, s.lineno, s.col_offset, s.end_lineno, s.end_col_offset)
         return n
 
-    def pseudos_since(self, m, k):
-        return [nid for nid in m.nodes[k:]]
-
     def stmt(self, m, s, follow, ctx):
-        self.cur_method = m
         k0 = len(m.nodes)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([s.lineno] + [d.lineno for d in s.decorator_list])
             fc = min([(s.lineno, s.col_offset)] + [(d.lineno, d.col_offset) for d in s.decorator_list])
             n = self.new_node(m, s, "assign", True)
             self.region(m, n.id, fc[0], fc[1], s.end_lineno, s.end_col_offset)
@@ -567,8 +562,7 @@ class Analyzer:
                 ns = expr_names(e)
                 n.uses |= ns.uses
             prefix, in_class = self.prefix_stack[-1]
-            sub = self.nested(prefix, s, isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class)
-            self.sub_entries.append(sub)
+            self.nested(prefix, s, isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class)
             self.edge(n.id, follow)
             self.exc_edges([n.id], ctx)
             return n.id
@@ -636,7 +630,10 @@ class Analyzer:
             self.call_facts(m, n, s, [item.context_expr for item in s.items])
             self.edge(x.id, follow)
             self.exc_edges([x.id], ctx)
-            body = self.block(m, s.body, x.id, ctx.with_handler(x.id))
+            # an exception in the body runs __exit__ and leaves to the enclosing handler: the
+            # exceptional edges go there (an edge to :exit would make every statement after the
+            # `with` control-dependent on the body, see docs/frontend-python.md)
+            body = self.block(m, s.body, x.id, ctx)
             self.edge(n.id, body)
             cont = n.id
             for item in reversed(s.items):
@@ -648,7 +645,9 @@ class Analyzer:
             self.region(m, n.id, s.lineno, s.col_offset, s.end_lineno, s.end_col_offset)
             fin = self.block(m, s.finalbody, follow, ctx) if s.finalbody else None
             after = fin if fin is not None else follow
-            hctx = ctx.with_handler(fin) if fin is not None else ctx
+            # exceptions escaping the handlers (and the try body, when no handler exists) run the
+            # finally block on their way out: their exceptional edges go to the enclosing handler
+            hctx = ctx
             catch_ids = []
             nxt_catch = fin  # an exception no handler matches goes to finally (or leaves)
             for h in reversed(s.handlers):
@@ -670,7 +669,7 @@ class Analyzer:
                 catch_ids.append(c.id)
             first_catch = nxt_catch
             els = self.block(m, s.orelse, after, hctx.with_finally(fin)) if s.orelse else after
-            bctx = ctx.with_handler(first_catch if first_catch is not None else fin).with_finally(fin)
+            bctx = (ctx.with_handler(first_catch) if first_catch is not None else ctx).with_finally(fin)
             body = self.block(m, s.body, els, bctx)
             self.edge(n.id, body)
             return n.id
@@ -878,7 +877,6 @@ def analyze_source(source, path, rel, role, instrument=None, tree=None):
     facts = FileFacts(path, rel, role, source)
     a = Analyzer(facts, tree, instrument)
     a.prefix_stack = [("", False)]
-    a.sub_entries = []
     a.raw_entries = {}
     mod = a.new_method("<module>", 1, None)
     a.raw_entries[mod.id] = a.block(mod, tree.body, None, Ctx())
@@ -1007,7 +1005,7 @@ def _finish(facts, a, raw_entries, tree):
     facts._loop_labels = None
 
 
-def analyze_file(path, rel, role):
+def analyze_file(path, rel, role, instrument=None):
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -1018,7 +1016,7 @@ def analyze_file(path, rel, role):
         source = importlib.util.decode_source(data)
     except Exception as e:
         raise StaticError(f"{path}:0: cannot decode: {e}") from None
-    return analyze_source(source, path, rel, role)[0]
+    return analyze_source(source, path, rel, role, instrument=instrument)[0]
 
 
 def relpath_for(path, root):

@@ -11,7 +11,6 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from prosecutor_tracer import instrument  # noqa: E402
-from prosecutor_tracer import static_facts as sf  # noqa: E402
 from prosecutor_tracer.tracer import Registry, Tracer  # noqa: E402
 
 TEXT = ("The quick brown fox -- jumps over the lazy dog; it's 42 o'clock and "
@@ -111,3 +110,40 @@ def test_stdlib_sample_is_analysed_without_errors():
         for m in facts.methods:
             assert m.entry in facts.nodes and facts.nodes[m.entry].method == m.id
         assert all("\t" not in x and "\n" not in x for x in facts.nodes)
+
+
+def _run_flipped(src, flip):
+    path = os.path.join(os.path.dirname(__file__), "_flip_probe2.py")
+    code, facts = instrument.compile_instrumented(src, path, "_flip_probe2.py")
+    reg = Registry(os.path.dirname(path), os.getcwd())
+    reg.register(os.path.realpath(path), facts)
+    reg.test_files.add(os.path.realpath(__file__))
+    tracer = Tracer(reg, flip=flip)
+    instrument.set_tracer(tracer)
+    ns = {}
+    exec(code, ns)
+
+    def root():
+        return ns["f"](0, 5)
+    try:
+        tracer.start("x", root.__code__)
+        got = root()
+        rec = tracer.stop()
+    finally:
+        instrument.set_tracer(Tracer(Registry(os.getcwd(), os.getcwd())))
+    return got, tracer.flipped, rec, facts
+
+
+def test_flip_short_circuit_operand_and_ternary():
+    src = "def f(a, b):\n    y = a or b\n    z = 'big' if y > 3 else 'small'\n    return y, z\n"
+    got, flipped, rec, facts = _run_flipped(src, None)
+    assert got == (5, "big") and not flipped
+    steps = rec.steps_node[1:]   # step 0: the statement of root() calling f
+    assert steps == ["_flip_probe2.py:2:8:or", "_flip_probe2.py:2:4", "_flip_probe2.py:3:17:if",
+                     "_flip_probe2.py:3:4", "_flip_probe2.py:4:4"]
+    assert [rec.branch[i] for i in (1, 3)] == [0, 1]
+    # the falsy `a` flipped: `or` short-circuits with a truthy stand-in (True == 1)
+    got, flipped, _, _ = _run_flipped(src, ("_flip_probe2.py:2:8:or", 1))
+    assert flipped and got == (True, "small")
+    got, flipped, _, _ = _run_flipped(src, ("_flip_probe2.py:3:17:if", 1))
+    assert flipped and got == (5, "small")
