@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::kernel::{clip, sigmoid, FactorKernel, Scratch};
+use super::kernel::{clip, sig_pair, sigmoid, FactorKernel, Scratch};
 use super::{check_evidence, BpOptions, Convergence, Cpd, Dag, InferError, Marginals, Schedule};
 
 /// Message state. Factor-to-variable messages: `pi_v[v]` (f_v → v) and `lam_e[pos]`
@@ -37,8 +37,10 @@ fn damp(new: f64, old: f64, damping: f64, log_domain: bool, floor: f64) -> (f64,
     } else if log_domain {
         (1.0 - damping) * new + damping * old
     } else {
-        let b = (1.0 - damping) * sigmoid(new) + damping * sigmoid(old);
-        let a = (1.0 - damping) * sigmoid(-new) + damping * sigmoid(-old);
+        let (a_new, b_new) = sig_pair(new);
+        let (a_old, b_old) = sig_pair(old);
+        let b = (1.0 - damping) * b_new + damping * b_old;
+        let a = (1.0 - damping) * a_new + damping * a_old;
         (b / a).ln()
     };
     // NaN bound (∞ - ∞: same certainty) compares false: no change.
