@@ -105,3 +105,62 @@ pub fn generate(out: &Path, steps: usize, seed: u64) -> Result<usize, Error> {
     let o = SynthOptions { steps, seed, ..SynthOptions::default() };
     write_dump(out, &o).map_err(|e| Error::Io { path: out.display().to_string(), source: e })
 }
+
+/// Compression throughput: Algorithm 1 over every trace of a loop-heavy synthetic dump.
+pub fn compress(steps: usize, runs: usize, seed: u64) -> Result<String, Error> {
+    let dir = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+    let path = dir.path().join("dump");
+    let o = SynthOptions { steps, seed, max_iter: 40, ..SynthOptions::default() };
+    let total = write_dump(&path, &o).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let dump = Dump::load(&path)?;
+    let mut times = Vec::new();
+    let mut kept = 0;
+    for _ in 0..runs {
+        let (k, t) = time(|| {
+            dump.traces.iter().map(|tr| crate::compress::compress(&dump, tr, tr.steps.len(), dump.failure_step(tr)).len()).sum::<usize>()
+        });
+        kept = k;
+        times.push(t);
+    }
+    let t = median(times);
+    let mut report = String::new();
+    writeln!(report, "synthetic dump: {total} steps (loops of up to 40 iterations, seed {seed})").unwrap();
+    writeln!(report, "compression, median of {runs} runs: {t:.3} s = {:.0} steps/s; kept {kept} of {total} steps ({:.1}%)", total as f64 / t, 100.0 * kept as f64 / total as f64).unwrap();
+    writeln!(report, "paper: 710 steps/s; ratio {:.0}x", total as f64 / t / 710.0).unwrap();
+    Ok(report)
+}
+
+/// `localize` without counterfactuals on a synthetic dump (load, compression, both models, BP).
+pub fn localize(steps: usize, runs: usize, seed: u64, rules: &Rules) -> Result<String, Error> {
+    let dir = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+    let path = dir.path().join("dump");
+    let o = SynthOptions { steps, seed, ..SynthOptions::default() };
+    let total = write_dump(&path, &o).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let mut times = Vec::new();
+    let mut last = String::new();
+    for _ in 0..runs {
+        let (r, t) = time(|| -> Result<crate::localize::Report, Error> {
+            let dump = Dump::load(&path)?;
+            crate::localize::localize(&dump, rules, &crate::localize::Options::default())
+        });
+        let r = r?;
+        last = format!(
+            "{} ranked lines; inference {} after {} iterations; {} steps kept of {}",
+            r.ranking.len(),
+            if r.convergence.converged { "converged" } else { "did not converge" },
+            r.convergence.iterations,
+            r.stats.kept_steps,
+            r.stats.steps
+        );
+        times.push(t);
+    }
+    let t = median(times);
+    let mut report = String::new();
+    writeln!(report, "synthetic dump: {total} steps in {} traces (seed {seed})", o.traces).unwrap();
+    writeln!(report, "localize (no counterfactuals, mode both), median of {runs} runs: {t:.2} s ({last})").unwrap();
+    writeln!(report, "paper: 240 s per bug (geometric mean); ratio {:.0}x", 240.0 / t).unwrap();
+    if let Some(m) = peak_rss_mib() {
+        writeln!(report, "peak RSS: {m:.0} MiB").unwrap();
+    }
+    Ok(report)
+}

@@ -230,6 +230,33 @@ pub enum BenchWhat {
         #[arg(long)]
         rules: Option<PathBuf>,
     },
+    /// Loop compression (Algorithm 1) throughput on a loop-heavy synthetic dump.
+    Compress {
+        #[arg(long, default_value_t = 10_000_000)]
+        steps: usize,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// `localize` without counterfactuals on a synthetic dump.
+    Localize {
+        #[arg(long, default_value_t = 500_000)]
+        steps: usize,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// Loopy BP on a synthetic EPG-shaped network (1 vs several threads).
+    Bp {
+        #[arg(long, default_value_t = 1_000_000)]
+        vertices: usize,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Write a synthetic dump of about `steps` steps.
     Gen {
         out: PathBuf,
@@ -310,6 +337,16 @@ pub fn try_main() -> Result<i32, Error> {
                 let compiled_too = !matches!(rules, Rules::Compiled);
                 let report = crate::bench::derive(steps, runs, seed, &rules, compiled_too)?;
                 write!(out, "{report}").map_err(Error::Output)?;
+            }
+            BenchWhat::Compress { steps, runs, seed } => {
+                write!(out, "{}", crate::bench::compress(steps, runs, seed)?).map_err(Error::Output)?;
+            }
+            BenchWhat::Localize { steps, runs, seed } => {
+                let rules = Rules::default_rules();
+                write!(out, "{}", crate::bench::localize(steps, runs, seed, &rules)?).map_err(Error::Output)?;
+            }
+            BenchWhat::Bp { vertices, threads, runs } => {
+                write!(out, "{}", crate::infer::bench::bench_report(vertices, threads, runs, false)).map_err(Error::Output)?;
             }
             BenchWhat::Gen { out: dir, steps, seed } => {
                 let n = crate::bench::generate(&dir, steps, seed)?;

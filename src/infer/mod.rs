@@ -81,7 +81,7 @@
 //! [`InferError::ImpossibleEvidence`]. Zero-mass detection is sound for BP on loopy graphs too
 //! (zero messages are exact deductions, as in unit propagation).
 
-mod bench;
+pub mod bench;
 mod bp;
 mod dag;
 mod exact;

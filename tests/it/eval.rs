@@ -30,7 +30,7 @@ fn eval(manifest: &Path, out: &Path) -> (i32, String, String) {
 }
 
 /// Replaces the last cell (median seconds) of the technique table rows: times vary.
-fn redact_times(md: &str) -> String {
+pub(crate) fn redact_times(md: &str) -> String {
     let mut in_table = false;
     md.lines()
         .map(|l| {
@@ -53,7 +53,7 @@ fn redact_times(md: &str) -> String {
 }
 
 /// Rows of cases.csv as (case, technique) → (pessimistic, average, exam, n_lines, error).
-fn csv_rows(out: &Path) -> Vec<Vec<String>> {
+pub(crate) fn csv_rows(out: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(out.join("cases.csv")).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next().unwrap(), "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error");
@@ -171,7 +171,7 @@ fn unparseable_manifest_exits_2_with_file_and_line() {
     assert!(stderr.contains("missing.toml: cannot read"), "{stderr}");
 }
 
-fn have_pytest() -> bool {
+pub(crate) fn have_pytest() -> bool {
     std::process::Command::new("python3").args(["-c", "import pytest"]).output().is_ok_and(|o| o.status.success())
 }
 

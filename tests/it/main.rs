@@ -7,4 +7,5 @@ mod differential;
 mod epg_fixtures;
 mod eval;
 mod localize;
+mod python_frontend;
 mod rules_cli;
