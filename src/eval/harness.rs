@@ -1,10 +1,11 @@
 //! Running one case: get a dump (trace, or reuse), run every technique on it, locate the fault.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::dump::Dump;
-use crate::localize::cfx::{ExperimentResult, RunOptions};
+use crate::localize::cfx::{Experiment, ExperimentResult, RunOptions};
 use crate::localize::ranking::{rank, Granularity, Ranked};
 use crate::localize::{self, CfxSource, Mode, Options};
 use crate::pipeline::Rules;
@@ -151,6 +152,50 @@ pub fn baseline_ranking(dump: &Dump, t: Technique, g: Granularity) -> Result<Vec
     Ok(rank(dump, &baseline::stmt_scores(dump, t)?, g))
 }
 
+/// Outcomes of the counterfactual experiments already run for one case, by (test, statement,
+/// occurrence): a re-run with the same branch instance flipped has the same outcome, so the
+/// ablations reuse what the full run (or an earlier ablation) measured.
+struct CfxCache<'a> {
+    dump: &'a Dump,
+    rules: &'a Rules,
+    opts: RunOptions,
+    file: PathBuf,
+    done: HashMap<(String, String, u32), ExperimentResult>,
+}
+
+impl CfxCache<'_> {
+    fn key(e: &Experiment) -> (String, String, u32) {
+        (e.test.clone(), e.stmt.clone(), e.occurrence)
+    }
+
+    fn remember(&mut self, results: &[ExperimentResult]) {
+        for r in results {
+            self.done.insert(Self::key(&r.experiment), r.clone());
+        }
+    }
+
+    /// Plans the experiments of `o`, runs those not run yet, and returns a source with all of
+    /// them (written to a file next to the dumps).
+    fn source_for(&mut self, o: &Options, variant: &str) -> Result<CfxSource, String> {
+        let plan = localize::plan(self.dump, self.rules, o).map_err(|e| e.to_string())?;
+        let missing: Vec<Experiment> = plan.iter().filter(|e| !self.done.contains_key(&Self::key(e))).cloned().collect();
+        if !missing.is_empty() {
+            let results = localize::cfx::run(self.dump, &missing, &self.opts)?;
+            self.remember(&results);
+        }
+        let results: Vec<ExperimentResult> = plan
+            .iter()
+            .filter_map(|e| self.done.get(&Self::key(e)).map(|r| ExperimentResult { experiment: e.clone(), ..r.clone() }))
+            .collect();
+        let path = self.file.with_file_name(format!(
+            "{}-{variant}.json",
+            self.file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+        write_json(&path, &results).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(CfxSource::Results(path))
+    }
+}
+
 /// Runs every technique on one case.
 pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
     let (dump, trace_seconds) = match obtain_dump(case, s) {
@@ -162,8 +207,14 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         None => r,
     };
     let run_opts = RunOptions { jobs: s.cfx_jobs.max(1), timeout: s.cfx_timeout, progress: false };
-    let cfx_file = s.out.join("cfx").join(format!("{}.json", case.name));
-    let mut full_experiments: Option<Vec<ExperimentResult>> = None;
+    let experiments = s.cfx && dump.manifest.rerun.is_some();
+    let mut cache = CfxCache {
+        dump: &dump,
+        rules: s.rules,
+        opts: run_opts.clone(),
+        file: s.out.join("cfx").join(format!("{}.json", case.name)),
+        done: HashMap::new(),
+    };
     let mut runs = Vec::new();
     for tech in Tech::all() {
         let start = Instant::now();
@@ -171,28 +222,28 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
             Tech::Baseline(t) => baseline_ranking(&dump, t, Granularity::Line),
             Tech::Prosecutor(v) => {
                 let mut o = Options { granularity: Granularity::Line, ..Options::default() };
-                o.cfx = if s.cfx { CfxSource::Run(run_opts.clone()) } else { CfxSource::Off };
                 match v {
-                    Variant::Full => {}
-                    Variant::NoCfx => o.cfx = CfxSource::Off,
-                    Variant::F => {
-                        o.mode = Mode::F;
-                        // F plans the same experiments as the full run (both plan on the F
-                        // model): reuse their outcomes instead of re-running them.
-                        if let Some(ex) = full_experiments.as_ref().filter(|e| !e.is_empty()) {
-                            if write_json(&cfx_file, ex).is_ok() {
-                                o.cfx = CfxSource::Results(cfx_file.clone());
-                            }
-                        }
-                    }
+                    Variant::Full | Variant::NoCfx => {}
+                    Variant::F => o.mode = Mode::F,
                     Variant::Fp => o.mode = Mode::Fp,
                     Variant::NoCompress => o.compress = false,
                 }
-                localize::localize(&dump, s.rules, &o).map_err(|e| e.to_string()).map(|r| {
-                    if v == Variant::Full {
-                        full_experiments = Some(r.experiments.clone());
-                    }
-                    r.ranking
+                let source = match v {
+                    _ if !experiments || v == Variant::NoCfx => Ok(CfxSource::Off),
+                    Variant::Full => Ok(CfxSource::Run(run_opts.clone())),
+                    _ => cache.source_for(&o, tech.id()),
+                };
+                source.and_then(|src| {
+                    o.cfx = src;
+                    localize::localize(&dump, s.rules, &o).map_err(|e| e.to_string()).map(|r| {
+                        if v == Variant::Full {
+                            cache.remember(&r.experiments);
+                            if let Err(e) = write_json(&cache.file, &r.experiments) {
+                                eprintln!("warning: cannot write {}: {e}", cache.file.display());
+                            }
+                        }
+                        r.ranking
+                    })
                 })
             }
         };
