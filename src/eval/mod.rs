@@ -150,6 +150,7 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         use rayon::prelude::*;
         m.cases
             .par_iter()
+            .with_max_len(1) // one case per job: cases differ in cost by orders of magnitude
             .map(|entry| {
                 let r = match entry.resolve(&m) {
                     Ok(case) => run_case(&case, &settings),
