@@ -24,6 +24,7 @@ pub struct TechSummary {
     pub hits_avg: Vec<f64>,
     /// EXAM per case (1 for a run that failed or ranked nothing).
     pub exam: Vec<f64>,
+    /// Times of the runs without error.
     pub seconds: Vec<f64>,
     pub not_found: usize,
     pub errors: usize,
@@ -62,7 +63,12 @@ pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
                 hits: TOP_K.iter().map(|&k| hit(k)).collect(),
                 hits_avg: TOP_K_AVG.iter().map(|&k| hit_avg(k)).collect(),
                 exam: runs.iter().map(|r| run_exam(r)).collect(),
-                seconds: runs.iter().map(|r| r.seconds).collect(),
+                // time of the runs that produced a ranking (a failure is often instantaneous)
+                seconds: runs
+                    .iter()
+                    .filter(|r| r.error.is_none())
+                    .map(|r| r.seconds)
+                    .collect(),
                 not_found: runs
                     .iter()
                     .filter(|r| r.located.as_ref().is_some_and(|l| !l.found()))
