@@ -26,8 +26,8 @@ pub const MAX_PERIOD: usize = 8;
 
 const BASE: u64 = 0x100000001b3;
 
-/// Compresses steps `0..end` of `trace`; returns the kept step indices.
-pub fn compress(dump: &Dump, trace: &Trace, end: usize) -> Vec<u32> {
+/// Compresses steps `0..end` of `trace`, never removing step `pin`; returns the kept step indices.
+pub fn compress(dump: &Dump, trace: &Trace, end: usize, pin: Option<u32>) -> Vec<u32> {
     let mut keep: Vec<u32> = (0..end as u32).collect();
     // loop heads ordered by decreasing number of occurrences
     let mut counts: Vec<(usize, u32)> = Vec::new();
@@ -67,7 +67,8 @@ pub fn compress(dump: &Dump, trace: &Trace, end: usize) -> Vec<u32> {
             if e - k >= GAMMA {
                 let its: Vec<(u64, usize, usize)> =
                     (k..e).map(|j| (seg_hash(&prefix, &pow, occ[j], occ[j + 1]), occ[j], occ[j + 1])).collect();
-                any |= compress_chain(trace, &keep, &its, &mut remove);
+                let pinned = pin.and_then(|p| keep.binary_search(&p).ok());
+                any |= compress_chain(trace, &keep, &its, &mut remove, pinned);
             }
             k = e + 1;
         }
@@ -85,7 +86,7 @@ pub fn compress(dump: &Dump, trace: &Trace, end: usize) -> Vec<u32> {
 
 /// Finds periodic runs in one chain of iterations and marks the removed steps. Returns whether
 /// anything was removed.
-fn compress_chain(trace: &Trace, keep: &[u32], its: &[(u64, usize, usize)], remove: &mut [bool]) -> bool {
+fn compress_chain(trace: &Trace, keep: &[u32], its: &[(u64, usize, usize)], remove: &mut [bool], pinned: Option<usize>) -> bool {
     let n = its.len();
     let mut any = false;
     let mut a = 0;
@@ -112,7 +113,8 @@ fn compress_chain(trace: &Trace, keep: &[u32], its: &[(u64, usize, usize)], remo
                 // remove iterations a .. b-2p (keep the last two periods)
                 let first = its[a].1;
                 let last = its[b - 2 * p].1; // exclusive: start of the first kept iteration
-                if verify(trace, keep, first, its[a + p].1, last) {
+                let hits_pin = pinned.is_some_and(|q| (first..last).contains(&q));
+                if !hits_pin && verify(trace, keep, first, its[a + p].1, last) {
                     for r in &mut remove[first..last] {
                         *r = true;
                     }
@@ -182,7 +184,7 @@ mod tests {
         let occ: Vec<usize> = (0..keep.len()).filter(|&p| tr.steps[p].stmt == head).collect();
         let its: Vec<(u64, usize, usize)> = occ.windows(2).map(|w| (seg_hash(&prefix, &pow, w[0], w[1]), w[0], w[1])).collect();
         let mut remove = vec![false; keep.len()];
-        compress_chain(tr, &keep, &its, &mut remove);
+        compress_chain(tr, &keep, &its, &mut remove, None);
         keep.into_iter().filter(|&i| !remove[i as usize]).collect()
     }
 

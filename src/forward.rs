@@ -35,8 +35,7 @@ pub enum Vertex {
 pub struct TraceView {
     /// Index into `dump.traces`.
     pub trace: usize,
-    /// Original step indices to keep, increasing; the failing suffix after the failure point is
-    /// already cut. `None` = every step up to the failure point.
+    /// Original step indices to keep, increasing. `None` = every step.
     pub keep: Option<Vec<u32>>,
 }
 
@@ -222,10 +221,9 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
     for view in views {
         let tr = &dump.traces[view.trace];
         let t = view.trace as u32;
-        let end = match dump.failure_step(tr) {
-            Some(f) => f as usize + 1,
-            None => tr.steps.len(),
-        };
+        // The whole trace: the failure step marks the failing value, not the end of the trace
+        // (a failing `assert f(x) == y` is a call step; f's steps follow it).
+        let end = tr.steps.len();
         // frames opened by each call step
         let mut opens: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         for (f, fr) in tr.frames.iter().enumerate() {

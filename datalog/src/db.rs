@@ -4,11 +4,12 @@ use std::cell::Ref;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::time::Instant;
 
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{make_var, permuted_index, sort_dedup, DynVar, Exec};
+use crate::eval::{make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -45,7 +46,9 @@ pub enum EvalError {
         arity: usize,
         len: usize,
     },
-    #[error("relation `{relation}`, column {column}: symbol id {value} is not in the symbol table")]
+    #[error(
+        "relation `{relation}`, column {column}: symbol id {value} is not in the symbol table"
+    )]
     UnknownSymbol {
         relation: String,
         column: usize,
@@ -314,9 +317,7 @@ pub fn parse_facts(
 
 fn encode_columns(rows: &mut [u32], types: &[ColumnType]) {
     let n = types.len();
-    let num_cols: Vec<usize> = (0..n)
-        .filter(|&c| types[c] == ColumnType::Number)
-        .collect();
+    let num_cols: Vec<usize> = (0..n).filter(|&c| types[c] == ColumnType::Number).collect();
     if num_cols.is_empty() || n == 0 {
         return;
     }
@@ -334,7 +335,7 @@ impl Program {
         let decls = &self.decls;
         let derived: HashSet<usize> = self.strata.iter().flat_map(|s| s.rels.clone()).collect();
         // Validate the provided relations.
-        for (r, d) in decls.iter().enumerate() {
+        for d in decls {
             match db.relations.get(&d.name) {
                 None => {
                     if d.is_input {
@@ -376,7 +377,6 @@ impl Program {
                     }
                 }
             }
-            let _ = r;
         }
         let consts: Vec<u32> = self
             .consts
@@ -396,7 +396,8 @@ impl Program {
                 Some(rel) => {
                     let mut rows = rel.rows;
                     encode_columns(&mut rows, &types);
-                    data.push(sort_dedup(d.arity(), rows));
+                    sort_dedup(d.arity(), &mut rows);
+                    data.push(rows);
                     present.push(true);
                 }
                 None => {
@@ -437,6 +438,7 @@ impl Program {
             }
         }
         let mut cache: HashMap<usize, Vec<u32>> = HashMap::new();
+        let mut summaries: HashMap<usize, Vec<u32>> = HashMap::new();
 
         for (si, st) in self.strata.iter().enumerate() {
             // Build the permuted indexes of complete relations this stratum reads.
@@ -454,9 +456,17 @@ impl Program {
                 }
                 for ix in needed {
                     let def = &self.indexes[ix];
+                    let arity = self.decls[def.rel].arity();
                     if !def.is_identity() && !cache.contains_key(&ix) {
-                        let arity = self.decls[def.rel].arity();
                         cache.insert(ix, permuted_index(arity, &data[def.rel], &def.perm));
+                    }
+                    if let std::collections::hash_map::Entry::Vacant(e) = summaries.entry(ix) {
+                        let rows = if def.is_identity() {
+                            &data[def.rel]
+                        } else {
+                            &cache[&ix]
+                        };
+                        e.insert(summary(rows, arity));
                     }
                 }
             }
@@ -488,43 +498,45 @@ impl Program {
             {
                 let data_ref: &[Vec<u32>] = data;
                 let cache_ref = &cache;
-                let complete = |ix: usize| -> &[u32] {
+                let sums_ref = &summaries;
+                let complete = |ix: usize| -> Batch {
                     let def = &self.indexes[ix];
-                    if def.is_identity() {
+                    let rows = if def.is_identity() {
                         &data_ref[def.rel]
                     } else {
                         cache_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
-                    }
+                    };
+                    let summary = sums_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
+                    Batch { rows, summary }
                 };
                 for p in &st.base {
                     let out = {
                         let guards = collect_guards(self, p, &vars, &idx_vars);
                         match build_data(p, &guards, &complete) {
-                            Some(d) => Some(self.exec(p, d, consts)?),
+                            Some(d) => {
+                                Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
+                            }
                             None => None,
                         }
                     };
                     if let Some(out) = out {
-                        vars[&p.head_rel].insert_flat(&out);
+                        self.add_rows(p.head_rel, out, &vars, &idx_vars);
                     }
                 }
                 while iteration.changed() {
                     stats.iterations += 1;
-                    for (&ix, v) in &idx_vars {
-                        let def = &self.indexes[ix];
-                        let base = &vars[&def.rel];
-                        v.insert_permuted(&base.recent(), &def.perm);
-                    }
                     for p in &st.delta {
                         let out = {
                             let guards = collect_guards(self, p, &vars, &idx_vars);
                             match build_data(p, &guards, &complete) {
-                                Some(d) => Some(self.exec(p, d, consts)?),
+                                Some(d) => {
+                                    Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
+                                }
                                 None => None,
                             }
                         };
                         if let Some(out) = out {
-                            vars[&p.head_rel].insert_flat(&out);
+                            self.add_rows(p.head_rel, out, &vars, &idx_vars);
                         }
                     }
                 }
@@ -534,12 +546,14 @@ impl Program {
                 data[r] = v.complete_flat();
             }
             for &r in &st.rels {
-                stats
-                    .derived
-                    .push((self.decls[r].name.clone(), data[r].len() / self.decls[r].arity()));
+                stats.derived.push((
+                    self.decls[r].name.clone(),
+                    data[r].len() / self.decls[r].arity(),
+                ));
             }
             stats.strata += 1;
             cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+            summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
         }
         Ok(stats)
     }
@@ -588,22 +602,27 @@ fn collect_guards<'v>(
 fn build_data<'g, 'c: 'g>(
     p: &Plan,
     guards: &'g [Vec<Ref<'_, [u32]>>],
-    complete: &impl Fn(usize) -> &'c [u32],
-) -> Option<Vec<Vec<&'g [u32]>>> {
+    complete: &impl Fn(usize) -> Batch<'c>,
+) -> Option<Vec<Vec<Batch<'g>>>> {
     let mut k = 0;
     let mut data = Vec::with_capacity(p.steps.len());
     for s in &p.steps {
         match s {
             Step::Scan(sc) => {
                 let (ix, view) = p.sources[sc.source];
-                let v: Vec<&[u32]> = if view == View::Full {
+                let v: Vec<Batch> = if view == View::Full {
                     vec![complete(ix)]
                 } else {
                     let g = guards.get(k)?;
                     k += 1;
-                    g.iter().map(|r| &**r).collect()
+                    g.iter()
+                        .map(|r| Batch {
+                            rows: r,
+                            summary: &[],
+                        })
+                        .collect()
                 };
-                let v: Vec<&[u32]> = v.into_iter().filter(|b| !b.is_empty()).collect();
+                let v: Vec<Batch> = v.into_iter().filter(|b| !b.rows.is_empty()).collect();
                 if v.is_empty() {
                     return None;
                 }
@@ -617,9 +636,40 @@ fn build_data<'g, 'c: 'g>(
 }
 
 impl Program {
-    fn exec(&self, p: &Plan, data: Vec<Vec<&[u32]>>, consts: &[u32]) -> Result<Vec<u32>, EvalError> {
+    /// Add derived rows of `rel` to its variable and, permuted, to each of its index
+    /// variables, so that all of them advance in lockstep (identical recent/stable sets).
+    fn add_rows(&self, rel: usize, out: Box<dyn RowBuf>, vars: &Vars, idx_vars: &Vars) {
+        for (&ix, v) in idx_vars {
+            let def = &self.indexes[ix];
+            if def.rel == rel {
+                v.insert_permuted(out.as_flat(), &def.perm);
+            }
+        }
+        if let Some(v) = vars.get(&rel) {
+            v.insert_buf(out);
+        }
+    }
+
+    fn exec(
+        &self,
+        p: &Plan,
+        data: Vec<Vec<Batch>>,
+        consts: &[u32],
+        out: Box<dyn RowBuf>,
+    ) -> Result<Box<dyn RowBuf>, EvalError> {
         let ex = Exec::new(p, data);
-        let st = ex.run(consts);
+        let t = Instant::now();
+        let st = ex.run(consts, out);
+        if profiling() {
+            eprintln!(
+                "datalog: {}:{}: rule for `{}` took {:.3} s, {} rows",
+                self.path,
+                p.line,
+                self.decls[p.head_rel].name,
+                t.elapsed().as_secs_f64(),
+                st.out.len()
+            );
+        }
         if st.div_by_zero {
             return Err(EvalError::DivisionByZero {
                 path: self.path.clone(),
@@ -629,4 +679,11 @@ impl Program {
         }
         Ok(st.out)
     }
+}
+
+/// Whether `DATALOG_PROFILE` is set: then the time of every rule evaluation is printed to
+/// stderr.
+fn profiling() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("DATALOG_PROFILE").is_some())
 }

@@ -124,8 +124,14 @@ impl<'a> SourceMap<'a> {
 
     /// Diagnostic for the byte span `start..end`.
     pub fn diag(&self, start: usize, end: usize, message: impl Into<String>) -> Diagnostic {
-        let start = start.min(self.src.len());
-        let end = end.clamp(start, self.src.len());
+        let mut start = start.min(self.src.len());
+        while !self.src.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = end.clamp(start, self.src.len());
+        while !self.src.is_char_boundary(end) {
+            end += 1;
+        }
         let line_idx = match self.line_starts.binary_search(&start) {
             Ok(i) => i,
             Err(i) => i - 1,

@@ -1,6 +1,7 @@
 //! Storage over fixed-width tuples and the join executor.
 
 use std::cell::Ref;
+use std::cmp::Ordering;
 
 use datafrog::{Iteration, Relation, Variable};
 
@@ -17,6 +18,10 @@ pub(crate) trait DynVar {
     /// Add rows of `flat` with columns reordered: new column `i` is old column `perm[i]`.
     fn insert_permuted(&self, flat: &[u32], perm: &[usize]);
     fn complete_flat(self: Box<Self>) -> Vec<u32>;
+    /// An empty output buffer of this variable's arity.
+    fn new_buf(&self) -> Box<dyn RowBuf>;
+    /// Add the rows of a buffer made by `new_buf`.
+    fn insert_buf(&self, buf: Box<dyn RowBuf>);
 }
 
 struct Var<const N: usize>(Variable<[u32; N]>);
@@ -32,9 +37,93 @@ fn rows_of<const N: usize>(flat: &[u32]) -> Vec<[u32; N]> {
 }
 
 fn sorted_relation<const N: usize>(mut rows: Vec<[u32; N]>) -> Relation<[u32; N]> {
-    rows.sort_unstable();
+    sort_rows(&mut rows);
     rows.dedup();
     Relation { elements: rows }
+}
+
+/// Sort rows lexicographically (no-op if already sorted).
+///
+/// Large inputs whose columns' value ranges fit in 64 bits together are sorted as packed
+/// `u64` keys, which is about twice as fast as comparing arrays.
+pub(crate) fn sort_rows<const N: usize>(rows: &mut [[u32; N]]) {
+    if rows.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    if rows.len() < 1 << 15 || !sort_packed(rows) {
+        rows.sort_unstable();
+    }
+}
+
+/// Sort via packed keys `(row[0] - min0) ++ (row[1] - min1) ++ ...` (each column in just
+/// enough bits for its range). Returns false (rows untouched) if they need more than 64 bits.
+fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
+    let mut min = [u32::MAX; N];
+    let mut max = [0u32; N];
+    for r in rows.iter() {
+        for c in 0..N {
+            min[c] = min[c].min(r[c]);
+            max[c] = max[c].max(r[c]);
+        }
+    }
+    let mut bits = [0u32; N];
+    let mut total = 0;
+    for c in 0..N {
+        bits[c] = 32 - (max[c] - min[c]).leading_zeros();
+        total += bits[c];
+    }
+    if total > 64 {
+        return false;
+    }
+    let mut keys: Vec<u64> = rows
+        .iter()
+        .map(|r| {
+            let mut k = 0u64;
+            for c in 0..N {
+                // bits[c] <= 32, so the shift is in range.
+                k = (k << bits[c]) | u64::from(r[c] - min[c]);
+            }
+            k
+        })
+        .collect();
+    keys.sort_unstable();
+    for (r, &k) in rows.iter_mut().zip(keys.iter()) {
+        let mut k = k;
+        for c in (0..N).rev() {
+            let mask = (1u64 << bits[c]) - 1;
+            r[c] = (k & mask) as u32 + min[c];
+            k >>= bits[c];
+        }
+    }
+    true
+}
+
+/// Output rows of a rule, typed by arity.
+pub(crate) trait RowBuf {
+    fn push(&mut self, row: &[u32]);
+    fn as_flat(&self) -> &[u32];
+    fn len(&self) -> usize;
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+struct Buf<const N: usize>(Vec<[u32; N]>);
+
+impl<const N: usize> RowBuf for Buf<N> {
+    #[inline]
+    fn push(&mut self, row: &[u32]) {
+        let mut a = [0u32; N];
+        a.copy_from_slice(row);
+        self.0.push(a);
+    }
+    fn as_flat(&self) -> &[u32] {
+        self.0.as_flattened()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        Box::new(self.0)
+    }
 }
 
 impl<const N: usize> DynVar for Var<N> {
@@ -71,23 +160,69 @@ impl<const N: usize> DynVar for Var<N> {
     fn complete_flat(self: Box<Self>) -> Vec<u32> {
         self.0.complete().elements.into_flattened()
     }
+    fn new_buf(&self) -> Box<dyn RowBuf> {
+        Box::new(Buf::<N>(Vec::new()))
+    }
+    fn insert_buf(&self, buf: Box<dyn RowBuf>) {
+        if let Ok(rows) = buf.into_any().downcast::<Vec<[u32; N]>>() {
+            if !rows.is_empty() {
+                self.0.insert(sorted_relation(*rows));
+            }
+        }
+    }
 }
 
 macro_rules! dispatch_arity {
     ($arity:expr, $n:ident => $body:expr, $fallback:expr) => {
         match $arity {
-            1 => { const $n: usize = 1; $body }
-            2 => { const $n: usize = 2; $body }
-            3 => { const $n: usize = 3; $body }
-            4 => { const $n: usize = 4; $body }
-            5 => { const $n: usize = 5; $body }
-            6 => { const $n: usize = 6; $body }
-            7 => { const $n: usize = 7; $body }
-            8 => { const $n: usize = 8; $body }
-            9 => { const $n: usize = 9; $body }
-            10 => { const $n: usize = 10; $body }
-            11 => { const $n: usize = 11; $body }
-            12 => { const $n: usize = 12; $body }
+            1 => {
+                const $n: usize = 1;
+                $body
+            }
+            2 => {
+                const $n: usize = 2;
+                $body
+            }
+            3 => {
+                const $n: usize = 3;
+                $body
+            }
+            4 => {
+                const $n: usize = 4;
+                $body
+            }
+            5 => {
+                const $n: usize = 5;
+                $body
+            }
+            6 => {
+                const $n: usize = 6;
+                $body
+            }
+            7 => {
+                const $n: usize = 7;
+                $body
+            }
+            8 => {
+                const $n: usize = 8;
+                $body
+            }
+            9 => {
+                const $n: usize = 9;
+                $body
+            }
+            10 => {
+                const $n: usize = 10;
+                $body
+            }
+            11 => {
+                const $n: usize = 11;
+                $body
+            }
+            12 => {
+                const $n: usize = 12;
+                $body
+            }
             _ => $fallback,
         }
     };
@@ -100,15 +235,23 @@ pub(crate) fn make_var(it: &mut Iteration, arity: usize, name: &str) -> Option<B
     dispatch_arity!(arity, N => Some(Box::new(Var::<N>(it.variable::<[u32; N]>(name))) as Box<dyn DynVar>), None)
 }
 
-fn sort_dedup_n<const N: usize>(flat: Vec<u32>) -> Vec<u32> {
-    let rows = rows_of::<N>(&flat);
-    drop(flat);
-    sorted_relation(rows).elements.into_flattened()
+fn sort_dedup_n<const N: usize>(flat: &mut Vec<u32>) {
+    let (rows, _) = flat.as_chunks_mut::<N>();
+    sort_rows(rows);
+    let mut w = 0;
+    for i in 1..rows.len() {
+        if rows[i] != rows[w] {
+            w += 1;
+            rows[w] = rows[i];
+        }
+    }
+    let keep = if rows.is_empty() { 0 } else { (w + 1) * N };
+    flat.truncate(keep);
 }
 
-/// Sort rows lexicographically and remove duplicates.
-pub(crate) fn sort_dedup(arity: usize, flat: Vec<u32>) -> Vec<u32> {
-    dispatch_arity!(arity, N => sort_dedup_n::<N>(flat), flat)
+/// Sort rows (in place) lexicographically and remove duplicates.
+pub(crate) fn sort_dedup(arity: usize, flat: &mut Vec<u32>) {
+    dispatch_arity!(arity, N => sort_dedup_n::<N>(flat), ())
 }
 
 fn permute_n<const N: usize>(flat: &[u32], perm: &[usize]) -> Vec<u32> {
@@ -140,7 +283,9 @@ fn arith(op: BinOp, ty: ColumnType, x: u32, y: u32) -> Option<u32> {
             BinOp::Add => a.wrapping_add(b),
             BinOp::Sub => a.wrapping_sub(b),
             BinOp::Mul => a.wrapping_mul(b),
-            BinOp::Div => a.checked_div(b).or_else(|| (b != 0).then(|| a.wrapping_div(b)))?,
+            BinOp::Div => a
+                .checked_div(b)
+                .or_else(|| (b != 0).then(|| a.wrapping_div(b)))?,
             BinOp::Rem => a.checked_rem(b).or_else(|| (b != 0).then_some(0))?,
         };
         Some((r as u32) ^ SIGN)
@@ -218,40 +363,87 @@ fn bsearch(mut lo: usize, mut hi: usize, pred: impl Fn(usize) -> bool) -> usize 
     lo
 }
 
+#[inline(always)]
+fn cmp_prefix(row: &[u32], key: &[u32]) -> Ordering {
+    for (a, b) in row.iter().zip(key) {
+        match a.cmp(b) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+    }
+    Ordering::Equal
+}
+
+/// Rows per block of a [`summary`].
+const BLOCK: usize = 16;
+
+/// The first column of every `BLOCK`-th row of sorted `rows` (stride `n`): a small,
+/// cache-resident index that turns a random lookup into one short search.
+pub(crate) fn summary(rows: &[u32], n: usize) -> Vec<u32> {
+    if rows.len() / n.max(1) < 4 * BLOCK {
+        return Vec::new();
+    }
+    rows.chunks_exact(n).step_by(BLOCK).map(|r| r[0]).collect()
+}
+
+/// A sorted batch of rows and its (possibly empty) [`summary`].
+#[derive(Clone, Copy)]
+pub(crate) struct Batch<'a> {
+    pub rows: &'a [u32],
+    pub summary: &'a [u32],
+}
+
 /// Rows `start..end` of sorted `batch` (stride `n`) whose first `key.len()` columns equal
 /// `key`. `cursor` remembers the last start to gallop forward on ascending keys.
 #[inline]
-fn eq_range(batch: &[u32], n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
-    let rows = batch.len() / n;
+fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
+    let rows_flat = batch.rows;
+    let rows = rows_flat.len() / n;
     let b = key.len();
-    let prefix = |r: usize| &batch[r * n..r * n + b];
+    if b == 0 {
+        return (0, rows);
+    }
+    let cmp = |r: usize| cmp_prefix(&rows_flat[r * n..r * n + b], key);
+    let less = |r: usize| cmp(r) == Ordering::Less;
     let p = (*cursor).min(rows);
-    let start = if p == 0 || prefix(p - 1) < key {
-        gallop(p, rows, |r| prefix(r) < key)
+    let start = if p == 0 || less(p - 1) {
+        // Ascending keys: continue from the last position.
+        if p >= rows || !less(p) {
+            p
+        } else if !batch.summary.is_empty() && p + 8 * BLOCK < rows && less(p + 8 * BLOCK) {
+            // Far ahead: jump with the summary.
+            let k = batch.summary.partition_point(|&s| s < key[0]);
+            gallop((k.saturating_sub(1) * BLOCK).max(p), rows, less)
+        } else {
+            gallop(p, rows, less)
+        }
+    } else if !batch.summary.is_empty() {
+        let k = batch.summary.partition_point(|&s| s < key[0]);
+        gallop(k.saturating_sub(1) * BLOCK, rows, less)
     } else {
-        bsearch(0, p, |r| prefix(r) < key)
+        bsearch(0, p, less)
     };
     *cursor = start;
-    let end = gallop(start, rows, |r| prefix(r) == key);
+    let end = gallop(start, rows, |r| cmp(r) == Ordering::Equal);
     (start, end)
 }
 
 pub(crate) struct Exec<'a> {
     pub plan: &'a Plan,
     /// Per step: the sorted batches it reads (scan: its view; negation: the complete index).
-    pub data: Vec<Vec<&'a [u32]>>,
+    pub data: Vec<Vec<Batch<'a>>>,
     cursor_base: Vec<usize>,
 }
 
 pub(crate) struct State {
     env: Vec<u32>,
     cursors: Vec<usize>,
-    pub out: Vec<u32>,
+    pub out: Box<dyn RowBuf>,
     pub div_by_zero: bool,
 }
 
 impl<'a> Exec<'a> {
-    pub fn new(plan: &'a Plan, data: Vec<Vec<&'a [u32]>>) -> Self {
+    pub fn new(plan: &'a Plan, data: Vec<Vec<Batch<'a>>>) -> Self {
         let mut cursor_base = Vec::with_capacity(data.len());
         let mut n = 0;
         for d in &data {
@@ -267,7 +459,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Run the plan with constants `consts` (per constant id); derived head rows go to `out`.
-    pub fn run(&self, consts: &[u32]) -> State {
+    pub fn run(&self, consts: &[u32], out: Box<dyn RowBuf>) -> State {
         let mut env = vec![0u32; self.plan.n_slots];
         for &(slot, id) in &self.plan.consts {
             env[slot] = consts[id];
@@ -275,7 +467,7 @@ impl<'a> Exec<'a> {
         let mut st = State {
             env,
             cursors: vec![0; *self.cursor_base.last().unwrap_or(&0)],
-            out: Vec::new(),
+            out,
             div_by_zero: false,
         };
         self.step(&mut st, 0);
@@ -286,6 +478,10 @@ impl<'a> Exec<'a> {
         let Some(step) = self.plan.steps.get(i) else {
             let mut row = [0u32; MAX_ARITY];
             for (k, e) in self.plan.head.iter().enumerate() {
+                if let CExpr::Slot(s) = e {
+                    row[k] = st.env[*s];
+                    continue;
+                }
                 match eval(e, &st.env) {
                     Some(v) => row[k] = v,
                     None => {
@@ -294,7 +490,7 @@ impl<'a> Exec<'a> {
                     }
                 }
             }
-            st.out.extend_from_slice(&row[..self.plan.head.len()]);
+            st.out.push(&row[..self.plan.head.len()]);
             return;
         };
         match step {
@@ -323,7 +519,7 @@ impl<'a> Exec<'a> {
                 let mut found = false;
                 for (bi, batch) in self.data[i].iter().enumerate() {
                     let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                    let (s, e) = eq_range(batch, *arity, &k[..key.len()], cur);
+                    let (s, e) = eq_range(*batch, *arity, &k[..key.len()], cur);
                     if s < e {
                         found = true;
                         break;
@@ -376,13 +572,14 @@ impl<'a> Exec<'a> {
                         return;
                     }
                 }
-                for (bi, batch) in self.data[i].iter().enumerate() {
+                for (bi, &bat) in self.data[i].iter().enumerate() {
+                    let batch = bat.rows;
                     let rows = batch.len() / n;
                     let (mut start, mut end) = if b == 0 {
                         (0, rows)
                     } else {
                         let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                        eq_range(batch, n, &k[..b], cur)
+                        eq_range(bat, n, &k[..b], cur)
                     };
                     if sc.range.is_some() && start < end {
                         let col = |r: usize| batch[r * n + b];
@@ -412,3 +609,38 @@ impl<'a> Exec<'a> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_sort_matches_comparison_sort() {
+        let mut x = 12345u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m) as u32
+        };
+        // Small ranges (packed path), an offset range, and a wide range (fallback).
+        for (range, offset) in [(1000u64, 0u32), (50, 0x8000_0000), (1 << 32, 0)] {
+            let rows: Vec<[u32; 3]> = (0..70_000)
+                .map(|_| {
+                    [
+                        next(range).wrapping_add(offset),
+                        next(range),
+                        next(3).wrapping_add(offset),
+                    ]
+                })
+                .collect();
+            let mut a = rows.clone();
+            a.sort_unstable();
+            let mut b = rows;
+            sort_rows(&mut b);
+            assert_eq!(a, b);
+        }
+        let mut one: Vec<[u32; 1]> = (0..40_000).map(|i| [(i * 7919) % 40_000]).collect();
+        sort_rows(&mut one);
+        assert!(one.windows(2).all(|w| w[0] < w[1]));
+    }
+}

@@ -236,11 +236,7 @@ pub(crate) fn lex(src: &str) -> (Vec<Token>, Vec<LexError>) {
             }
         };
         i += len;
-        toks.push(Token {
-            tok,
-            start,
-            end: i,
-        });
+        toks.push(Token { tok, start, end: i });
     }
     toks.push(Token {
         tok: Tok::Eof,

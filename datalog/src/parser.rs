@@ -18,6 +18,7 @@ struct Parser {
 type PResult<T> = Result<T, ()>;
 
 const MAX_DEPTH: usize = 200;
+const MAX_BODY: usize = 1000;
 
 pub(crate) fn parse(src: &str) -> (Ast, Vec<ParseError>) {
     let (toks, lex_errs) = lex(src);
@@ -272,6 +273,11 @@ impl Parser {
             Tok::ColonDash => {
                 self.bump();
                 loop {
+                    if body.len() == MAX_BODY {
+                        let sp = self.span();
+                        return self
+                            .error(sp, format!("rule body has more than {MAX_BODY} literals"));
+                    }
                     body.push(self.literal()?);
                     match self.peek() {
                         Tok::Comma => {
@@ -333,6 +339,14 @@ impl Parser {
     }
 
     fn additive(&mut self) -> PResult<Expr> {
+        let saved = self.depth;
+        let r = self.additive_inner();
+        self.depth = saved;
+        r
+    }
+
+    /// Each operator of a chain counts as one level of nesting (the tree is left-deep).
+    fn additive_inner(&mut self) -> PResult<Expr> {
         let mut lhs = self.multiplicative()?;
         loop {
             let op = match self.peek() {
@@ -340,6 +354,11 @@ impl Parser {
                 Tok::Minus => BinOp::Sub,
                 _ => return Ok(lhs),
             };
+            let sp = self.span();
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return self.error(sp, "expression nested too deeply");
+            }
             self.bump();
             let rhs = self.multiplicative()?;
             let span = lhs.span().to(rhs.span());
@@ -348,6 +367,13 @@ impl Parser {
     }
 
     fn multiplicative(&mut self) -> PResult<Expr> {
+        let saved = self.depth;
+        let r = self.multiplicative_inner();
+        self.depth = saved;
+        r
+    }
+
+    fn multiplicative_inner(&mut self) -> PResult<Expr> {
         let mut lhs = self.unary()?;
         loop {
             let op = match self.peek() {
@@ -356,6 +382,11 @@ impl Parser {
                 Tok::Percent => BinOp::Rem,
                 _ => return Ok(lhs),
             };
+            let sp = self.span();
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return self.error(sp, "expression nested too deeply");
+            }
             self.bump();
             let rhs = self.unary()?;
             let span = lhs.span().to(rhs.span());

@@ -193,7 +193,6 @@ impl Program {
                 continue;
             }
             let mut cols = Vec::new();
-            let mut ok = true;
             let mut seen_cols = HashSet::new();
             for (cname, ty, tspan) in &d.columns {
                 let t = match ty.as_str() {
@@ -207,13 +206,11 @@ impl Program {
                                 "unknown type `{ty}` (expected `symbol`, `number` or `unsigned`)"
                             ),
                         );
-                        ok = false;
                         ColumnType::Number
                     }
                 };
                 if !seen_cols.insert(cname.clone()) {
                     ck.err(*tspan, format!("duplicate column name `{cname}`"));
-                    ok = false;
                 }
                 cols.push((cname.clone(), t));
             }
@@ -226,11 +223,9 @@ impl Program {
                         cols.len()
                     ),
                 );
-                ok = false;
             }
             // Even a faulty declaration is registered to avoid cascading
-            // "undeclared relation" errors.
-            let _ = ok;
+            // "undeclared relation" errors (the program is rejected anyway).
             by_name.insert(d.name.clone(), decls.len());
             decl_spans.push(d.name_span);
             decls.push(RelationDecl {
@@ -509,12 +504,14 @@ fn check_rule(
 ) -> Option<RuleInfo> {
     let mut ok = true;
     // Relations and arities.
-    let mut atoms: Vec<(&Atom, bool)> = vec![(&rule.head, true)];
+    // Body atoms first: they define the variables' types; the head is checked against them.
+    let mut atoms: Vec<(&Atom, bool)> = Vec::new();
     for lit in &rule.body {
         if let Literal::Pos(a) | Literal::Neg(a) = lit {
             atoms.push((a, false));
         }
     }
+    atoms.push((&rule.head, true));
     for (a, _) in &atoms {
         match by_name.get(&a.rel) {
             None => {
@@ -608,20 +605,24 @@ fn check_rule(
             }
         }
     }
-    // Variables bound only by `X = expr`: infer from the expression.
+    // Variables not in any atom (bound by `X = expr`, or only compared): infer their type
+    // from the other side of comparisons and from the other operands of arithmetic.
     loop {
         let mut changed = false;
         for lit in &rule.body {
-            if let Literal::Cmp(l, CmpOp::Eq, r, _) = lit {
-                for (x, e) in [(l, r), (r, l)] {
-                    if let Expr::Var(v, s) = x {
-                        if !var_types.contains_key(v) {
-                            if let Some(t) = quiet_type(e, &var_types) {
-                                var_types.insert(v.clone(), (t, *s));
-                                changed = true;
-                            }
-                        }
-                    }
+            if let Literal::Cmp(l, _, r, _) = lit {
+                let lt = quiet_type(l, &var_types);
+                let rt = quiet_type(r, &var_types);
+                if let Some(t) = lt.or(rt) {
+                    changed |= assign_untyped(l, t, &mut var_types);
+                    changed |= assign_untyped(r, t, &mut var_types);
+                }
+            }
+        }
+        for (a, _) in &atoms {
+            for e in &a.args {
+                if let Some(t) = quiet_type(e, &var_types) {
+                    changed |= assign_untyped(e, t, &mut var_types);
                 }
             }
         }
@@ -701,6 +702,14 @@ fn check_rule(
                 (Some(a), _) | (_, Some(a)) => a,
                 (None, None) => ColumnType::Number,
             };
+            if t == ColumnType::Symbol && (lt.is_none() || rt.is_none()) {
+                ck.err(
+                    *span,
+                    "type mismatch: cannot compare a symbol with a number",
+                );
+                ok = false;
+                continue;
+            }
             if t == ColumnType::Symbol && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
                 ck.err(
                     *span,
@@ -808,6 +817,23 @@ fn check_rule(
     Some(RuleInfo {
         var_types: var_types.into_iter().map(|(k, (t, _))| (k, t)).collect(),
     })
+}
+
+/// Give type `t` to the untyped variables of `e` (all operands of an arithmetic expression
+/// share its type). Returns whether anything changed.
+fn assign_untyped(e: &Expr, t: ColumnType, vt: &mut HashMap<String, (ColumnType, Span)>) -> bool {
+    match e {
+        Expr::Var(v, s) if !vt.contains_key(v) => {
+            vt.insert(v.clone(), (t, *s));
+            true
+        }
+        Expr::Bin(_, a, b, _) if t != ColumnType::Symbol => {
+            let x = assign_untyped(a, t, vt);
+            let y = assign_untyped(b, t, vt);
+            x || y
+        }
+        _ => false,
+    }
 }
 
 /// Type of an expression without reporting errors (None if unknown or ill-typed).
@@ -1132,6 +1158,10 @@ impl<'a> Compiler<'a> {
             let mut perm = key_cols.clone();
             if let Some(rc) = range_col {
                 perm.push(rc);
+            } else if sources.is_empty() && !remaining.is_empty() && view == View::Full {
+                // First scan: order it by the key of the next atom, so that the next atom's
+                // lookups come in ascending order (a merge join instead of random searches).
+                perm.extend(self.lead_columns(atom, &pos, &remaining, &bound));
             }
             for i in 0..atom.args.len() {
                 if !perm.contains(&i) {
@@ -1176,7 +1206,10 @@ impl<'a> Compiler<'a> {
             .enumerate()
             .map(|(i, e)| self.cexpr(&mut pb, e, self.decls[hrel].columns[i].1))
             .collect();
-        let line = self.sm.diag(rule.head.span.start, rule.head.span.end, "").line;
+        let line = self
+            .sm
+            .diag(rule.head.span.start, rule.head.span.end, "")
+            .line;
         Plan {
             head_rel: hrel,
             head,
@@ -1186,6 +1219,47 @@ impl<'a> Compiler<'a> {
             sources,
             line,
         }
+    }
+
+    /// Columns of `first` that provide, in order, the variable key columns of the atom that
+    /// will probably be joined next (the first of `remaining` sharing a variable).
+    fn lead_columns(
+        &self,
+        first: &Atom,
+        pos: &[&Atom],
+        remaining: &[usize],
+        bound: &HashSet<&str>,
+    ) -> Vec<usize> {
+        let var_col = |v: &str| {
+            first
+                .args
+                .iter()
+                .position(|e| matches!(e, Expr::Var(w, _) if w == v))
+        };
+        let shares = |j: usize| {
+            pos[j]
+                .args
+                .iter()
+                .any(|e| matches!(e, Expr::Var(v, _) if var_col(v).is_some()))
+        };
+        let Some(&next) = remaining.iter().find(|&&j| shares(j)) else {
+            return Vec::new();
+        };
+        let mut lead: Vec<usize> = Vec::new();
+        for e in &pos[next].args {
+            match e {
+                Expr::Var(v, _) if bound.contains(v.as_str()) => break, // bound elsewhere
+                Expr::Var(v, _) => {
+                    if let Some(c) = var_col(v) {
+                        if !lead.contains(&c) {
+                            lead.push(c);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        lead
     }
 
     fn place_pending<'r>(
@@ -1280,5 +1354,99 @@ impl<'a> Compiler<'a> {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scans(p: &Plan) -> Vec<&Scan> {
+        p.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Scan(sc) => Some(sc),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn comparison_on_next_atom_column_becomes_range_scan() {
+        let src = "
+            .decl exec(l: unsigned, c: unsigned, r: unsigned)
+            .decl q(l: unsigned, c: unsigned, j: unsigned, i: unsigned)
+            .decl hit(l: unsigned, r: unsigned)
+            hit(L, R) :- q(L, C, J, I), exec(L, C, R), J < R, R < I.
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plan = &p.strata[0].base[0];
+        let sc = scans(plan);
+        assert_eq!(sc.len(), 2);
+        // exec is looked up by (L, C) with a range on R.
+        assert_eq!(sc[1].key.len(), 2);
+        let r = sc[1].range.as_ref().expect("range scan");
+        assert_eq!((r.lower.len(), r.upper.len()), (1, 1));
+        assert!(r.lower[0].1 && r.upper[0].1); // both strict
+        let (ix, view) = plan.sources[sc[1].source];
+        assert_eq!(view, View::Full);
+        assert_eq!(p.indexes[ix].perm, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn bound_non_prefix_columns_use_a_permuted_index() {
+        let src = "
+            .decl a(x: number, y: number)
+            .decl b(x: number, y: number, z: number)
+            .decl o(x: number, z: number)
+            o(X, Z) :- a(X, Y), b(Z, Y, 5).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plan = &p.strata[0].base[0];
+        let sc = scans(plan);
+        let (ix, _) = plan.sources[sc[1].source];
+        // b's key columns (y, const) first, then z.
+        assert_eq!(p.indexes[ix].perm, vec![1, 2, 0]);
+        assert_eq!(sc[1].key.len(), 2);
+    }
+
+    #[test]
+    fn first_atom_is_ordered_by_the_next_atoms_key() {
+        let src = "
+            .decl a(x: number, y: number)
+            .decl b(y: number, k: symbol, z: number)
+            .decl o(x: number, z: number)
+            o(X, Z) :- a(X, Y), b(Y, \"k\", Z).
+            o(X, Z) :- a(X, Z), b(X, \"k\", Z).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plans = &p.strata[0].base;
+        // a is scanned sorted by Y (its column 1), the key of b.
+        let (ix, _) = plans[0].sources[0];
+        assert_eq!(p.indexes[ix].perm, vec![1, 0]);
+        // Already in key order: identity.
+        let (ix, _) = plans[1].sources[0];
+        assert_eq!(p.indexes[ix].perm, vec![0, 1]);
+        let (ix, _) = plans[0].sources[1];
+        assert_eq!(p.indexes[ix].perm, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn delta_atom_is_scanned_first() {
+        let src = "
+            .decl e(x: number, y: number)
+            .decl p(x: number, y: number)
+            p(X, Y) :- e(X, Y).
+            p(X, Z) :- e(X, Y), p(Y, Z).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let st = p.strata.iter().find(|s| !s.delta.is_empty()).unwrap();
+        assert_eq!(st.delta.len(), 1);
+        let plan = &st.delta[0];
+        assert_eq!(plan.sources[0].1, View::Recent);
+        assert_eq!(plan.sources[1].1, View::Full);
+        // e is then looked up by Y, its second column.
+        let (ix, _) = plan.sources[1];
+        assert_eq!(p.indexes[ix].perm, vec![1, 0]);
     }
 }

@@ -138,7 +138,7 @@ fn arithmetic_and_comparisons() {
     assert_eq!(sorted(&p, &db, "small"), strs(&["-2", "1", "2"]));
     let combo = sorted(&p, &db, "combo");
     assert!(combo.contains(&"1\t2\t5".to_string()));
-    assert!(combo.contains(&"-2\t0\t-5".to_string()) == false); // 0+1 < -10 fails
+    assert!(!combo.contains(&"-2\t0\t-5".to_string())); // 0+1 < -10 fails
     assert!(combo.contains(&"0\t2\t3".to_string()));
     assert!(!combo.contains(&"0\t1\t1".to_string()));
     assert_eq!(
@@ -198,7 +198,13 @@ fn range_scan_with_bound_prefix() {
             }
         }
     }
-    let (p, db) = run(src, &[("exec", &exec), ("q", "1\t1\t5\t9\n2\t0\t18\t100\n0\t0\t4294967295\t0\n")]);
+    let (p, db) = run(
+        src,
+        &[
+            ("exec", &exec),
+            ("q", "1\t1\t5\t9\n2\t0\t18\t100\n0\t0\t4294967295\t0\n"),
+        ],
+    );
     assert_eq!(
         sorted(&p, &db, "hit"),
         strs(&["1\t6", "1\t7", "1\t8", "2\t19"])
@@ -251,7 +257,10 @@ fn mutual_recursion() {
     "#;
     let succ: String = (0..10).map(|i| format!("{i}\t{}\n", i + 1)).collect();
     let (p, db) = run(src, &[("succ", &succ)]);
-    assert_eq!(sorted(&p, &db, "even"), strs(&["0", "2", "4", "6", "8", "10"]));
+    assert_eq!(
+        sorted(&p, &db, "even"),
+        strs(&["0", "2", "4", "6", "8", "10"])
+    );
     assert_eq!(sorted(&p, &db, "odd"), strs(&["1", "3", "5", "7", "9"]));
 }
 
@@ -297,15 +306,26 @@ fn eval_errors_not_panics() {
     db.insert_flat("edge", 3, vec![0, 0, 0]);
     assert!(matches!(
         program.evaluate(&mut db),
-        Err(EvalError::ArityMismatch { expected: 2, found: 3, .. })
+        Err(EvalError::ArityMismatch {
+            expected: 2,
+            found: 3,
+            ..
+        })
     ));
     let a = db.symbols.intern("a");
     db.insert_flat("edge", 2, vec![a, a, a]);
-    assert!(matches!(program.evaluate(&mut db), Err(EvalError::RaggedRows { .. })));
+    assert!(matches!(
+        program.evaluate(&mut db),
+        Err(EvalError::RaggedRows { .. })
+    ));
     db.insert_flat("edge", 2, vec![a, 99]);
     assert!(matches!(
         program.evaluate(&mut db),
-        Err(EvalError::UnknownSymbol { value: 99, column: 2, .. })
+        Err(EvalError::UnknownSymbol {
+            value: 99,
+            column: 2,
+            ..
+        })
     ));
 
     let div = Program::parse(
@@ -316,7 +336,10 @@ fn eval_errors_not_panics() {
     let mut db = Database::new();
     db.insert_flat("n", 1, vec![2, 0]);
     let e = div.evaluate(&mut db).unwrap_err();
-    assert_eq!(e.to_string(), "div.dl:4: division by zero while evaluating a rule for `q`");
+    assert_eq!(
+        e.to_string(),
+        "div.dl:4: division by zero while evaluating a rule for `q`"
+    );
     // Inputs are still there after a failed evaluation.
     assert_eq!(db.rows("n").unwrap().1.len(), 2);
 }
@@ -325,7 +348,10 @@ fn eval_errors_not_panics() {
 fn evaluate_twice_is_stable() {
     let program = Program::parse(TC, "tc.dl").unwrap();
     let mut db = Database::new();
-    let ids: Vec<u32> = ["a", "b", "c"].iter().map(|s| db.symbols.intern(s)).collect();
+    let ids: Vec<u32> = ["a", "b", "c"]
+        .iter()
+        .map(|s| db.symbols.intern(s))
+        .collect();
     db.insert_flat("edge", 2, vec![ids[0], ids[1], ids[1], ids[2]]);
     let s1 = program.evaluate(&mut db).unwrap();
     let first = db.rows("path").unwrap().1.to_vec();
@@ -333,4 +359,196 @@ fn evaluate_twice_is_stable() {
     assert_eq!(db.rows("path").unwrap().1, &first[..]);
     assert_eq!(s1.derived, s2.derived);
     assert_eq!(s1.derived, vec![("path".to_string(), 3)]);
+}
+
+#[test]
+fn facts_dir_round_trip() {
+    let src = r#"
+    .decl vd(i: number, k: symbol, v: symbol)
+    .decl lastdef(i: number, u: symbol, j: unsigned, w: symbol)
+    .decl edge(w: symbol, v: symbol, kind: symbol)
+    .decl copy(i: number, k: symbol, v: symbol)
+    .input vd
+    .input lastdef(IO=file, filename="ld.tsv")
+    .output edge
+    .output copy
+    edge(W, V, "R_DU") :- vd(I, _, V), lastdef(I, U, J, W).
+    copy(I, K, V) :- vd(I, K, V).
+    "#;
+    let program = Program::parse(src, "rt.dl").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("facts");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&facts).unwrap();
+    std::fs::write(
+        facts.join("vd.facts"),
+        "1\tk1\tx\n-2\tk2\ty with space\n\n3\tk3\tz\n1\tk1\tx\n",
+    )
+    .unwrap();
+    std::fs::write(
+        facts.join("ld.tsv"),
+        "1\tu\t7\tw1\r\n-2\tu\t4294967295\tw2\n9\tu\t0\tw9\n",
+    )
+    .unwrap();
+    let mut db = Database::new();
+    db.load_facts_dir(&program, &facts).unwrap();
+    program.evaluate(&mut db).unwrap();
+    db.write_output_dir(&program, &out).unwrap();
+    let edge = std::fs::read_to_string(out.join("edge.csv")).unwrap();
+    let mut edge_lines: Vec<&str> = edge.lines().collect();
+    edge_lines.sort();
+    assert_eq!(edge_lines, vec!["w1\tx\tR_DU", "w2\ty with space\tR_DU"]);
+    // copy is written in sorted order (numbers signed) and deduplicated.
+    let copy = std::fs::read_to_string(out.join("copy.csv")).unwrap();
+    assert_eq!(copy, "-2\tk2\ty with space\n1\tk1\tx\n3\tk3\tz\n");
+
+    // Reading the written output back as facts gives the same relation.
+    let src2 = ".decl copy(i: number, k: symbol, v: symbol)\n.input copy(filename=\"copy.csv\")\n";
+    let p2 = Program::parse(src2, "rt2.dl").unwrap();
+    let mut db2 = Database::new();
+    db2.load_facts_dir(&p2, &out).unwrap();
+    p2.evaluate(&mut db2).unwrap();
+    assert_eq!(
+        db2.rows_text(&p2, "copy").unwrap(),
+        db.rows_text(&program, "copy").unwrap()
+    );
+}
+
+#[test]
+fn rules_without_positive_atoms() {
+    let src = r#"
+    .decl s(x: number)
+    .decl r(x: number)
+    .input s
+    r(X) :- X = 3.
+    r(Y) :- Y = 2 * 5 - 1, Y > 0.
+    r(1) :- 1 < 2.
+    r(2) :- 2 < 1.
+    r(4) :- !s(4).
+    r(5) :- !s(7).
+    "#;
+    let (p, db) = run(src, &[("s", "7\n")]);
+    assert_eq!(sorted(&p, &db, "r"), strs(&["1", "3", "4", "9"]));
+}
+
+#[test]
+fn unsigned_arithmetic_and_large_values() {
+    let src = r#"
+    .decl u(x: unsigned)
+    .decl big(x: unsigned)
+    .decl wrapped(x: unsigned)
+    .input u
+    big(X) :- u(X), X > 2147483647.
+    wrapped(Y) :- u(X), X >= 4294967295, Y = X + 1.
+    "#;
+    let (p, db) = run(src, &[("u", "1\n2147483648\n4294967295\n")]);
+    assert_eq!(sorted(&p, &db, "big"), strs(&["2147483648", "4294967295"]));
+    assert_eq!(sorted(&p, &db, "wrapped"), strs(&["0"]));
+}
+
+#[test]
+fn types_of_helper_variables_are_inferred_from_comparisons() {
+    let src = r#"
+    .decl u(x: unsigned)
+    .decl a(x: unsigned)
+    .decl b(x: unsigned)
+    .decl c(x: unsigned)
+    .input u
+    a(Y) :- u(Y), Z = 5 - 6, Y < Z.      // Z is unsigned (compared with Y): wraps around
+    b(Y) :- u(Y), Y < 5 - 6.             // unsigned arithmetic
+    c(Y) :- u(Y), 3 > 4 - 5.             // no variables: `number`, so 3 > -1 holds
+    "#;
+    let (p, db) = run(src, &[("u", "1\n7\n")]);
+    assert_eq!(sorted(&p, &db, "a"), strs(&["1", "7"]));
+    assert_eq!(sorted(&p, &db, "b"), strs(&["1", "7"]));
+    assert_eq!(sorted(&p, &db, "c"), strs(&["1", "7"]));
+}
+
+/// Larger random inputs (so that block summaries, galloping and packed sorting are used),
+/// checked against joins computed directly here.
+#[test]
+fn larger_random_joins_match_direct_computation() {
+    use std::collections::BTreeSet;
+    let mut x = 0x1234_5678_9abc_def0u64;
+    let mut rnd = |m: u32| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % m as u64) as u32
+    };
+    let a: Vec<(u32, u32)> = (0..4000).map(|_| (rnd(3000), rnd(700))).collect();
+    let b: Vec<(u32, u32)> = (0..4000).map(|_| (rnd(700), rnd(3000))).collect();
+    let c: Vec<u32> = (0..2000).map(|_| rnd(3000)).collect();
+    let src = r#"
+    .decl a(x: unsigned, y: unsigned)
+    .decl b(y: unsigned, z: unsigned)
+    .decl c(z: unsigned)
+    .decl ab(x: unsigned, z: unsigned)
+    .decl rev(x: unsigned, z: unsigned)
+    .decl abc(x: unsigned)
+    .decl lonely(x: unsigned)
+    .decl near(x: unsigned, z: unsigned)
+    .input a
+    .input b
+    .input c
+    ab(X, Z) :- a(X, Y), b(Y, Z).
+    rev(X, Z) :- b(Y, X), a(Z, Y).
+    abc(X) :- a(X, Y), b(Y, Z), c(Z).
+    lonely(X) :- a(X, Y), !b(Y, _).
+    near(X, Z) :- a(X, Y), c(Z), X < Z, Z <= X + 3.
+    "#;
+    let program = Program::parse(src, "big.dl").unwrap();
+    let mut db = Database::new();
+    db.insert_flat("a", 2, a.iter().flat_map(|&(p, q)| [p, q]).collect());
+    db.insert_flat("b", 2, b.iter().flat_map(|&(p, q)| [p, q]).collect());
+    db.insert_flat("c", 1, c.clone());
+    program.evaluate(&mut db).unwrap();
+    let pairs = |rel: &str| -> BTreeSet<(u32, u32)> {
+        db.rows(rel)
+            .unwrap()
+            .1
+            .chunks(2)
+            .map(|r| (r[0], r[1]))
+            .collect()
+    };
+    let singles =
+        |rel: &str| -> BTreeSet<u32> { db.rows(rel).unwrap().1.iter().copied().collect() };
+
+    let cset: BTreeSet<u32> = c.iter().copied().collect();
+    let bys: BTreeSet<u32> = b.iter().map(|p| p.0).collect();
+    let mut ab = BTreeSet::new();
+    let mut rev = BTreeSet::new();
+    let mut abc = BTreeSet::new();
+    for &(ax, ay) in &a {
+        for &(by, bz) in &b {
+            if ay == by {
+                ab.insert((ax, bz));
+                if cset.contains(&bz) {
+                    abc.insert(ax);
+                }
+            }
+            if by == ay {
+                rev.insert((bz, ax));
+            }
+        }
+    }
+    let lonely: BTreeSet<u32> = a
+        .iter()
+        .filter(|p| !bys.contains(&p.1))
+        .map(|p| p.0)
+        .collect();
+    let mut near = BTreeSet::new();
+    for &(ax, _) in &a {
+        for &z in &c {
+            if ax < z && z <= ax + 3 {
+                near.insert((ax, z));
+            }
+        }
+    }
+    assert!(ab.len() > 1000 && !lonely.is_empty() && !near.is_empty() && !abc.is_empty());
+    assert_eq!(pairs("ab"), ab);
+    assert_eq!(pairs("rev"), rev);
+    assert_eq!(singles("abc"), abc);
+    assert_eq!(singles("lonely"), lonely);
+    assert_eq!(pairs("near"), near);
 }

@@ -407,7 +407,8 @@ mod tests {
 
 
 def describe(xs):
-    m = mean(xs, scale=2)
+    k = 2
+    m = mean(scale=k, xs=xs)
     return "big" if m > 10 else "small"
 "#;
 
@@ -549,14 +550,16 @@ def test_negative():
                 assert!(branches.iter().any(|b| b[0] == r[0] && b[1] == r[1]));
             }
         }
-        // the keyword argument scale=2 of describe's call to mean is bound at run time
+        // the keyword arguments of describe's call `mean(scale=k, xs=xs)` are bound at run time
         let binds = facts(&dump, "bind.facts");
-        assert!(
-            binds
-                .iter()
-                .any(|b| b[0] == tr && b[3] == "xs" && b[4] == "xs"),
-            "{binds:?}"
-        );
+        for (formal, actual) in [("xs", "xs"), ("scale", "k")] {
+            assert!(
+                binds
+                    .iter()
+                    .any(|b| b[0] == tr && b[3] == formal && b[4] == actual),
+                "{formal} <- {actual} missing: {binds:?}"
+            );
+        }
         let frames = facts(&dump, "frame.facts");
         assert!(frames
             .iter()
@@ -584,7 +587,7 @@ def test_negative():
         // the conditional expression is a flippable pseudo-statement
         assert!(stmts
             .keys()
-            .any(|k| k.starts_with("stats.py:12:") && k.ends_with(":if")));
+            .any(|k| k.starts_with("stats.py:13:") && k.ends_with(":if")));
         // nothing written into the project
         assert!(!d.path().join("src/__pycache__").exists());
     }

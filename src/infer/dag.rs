@@ -96,8 +96,29 @@ impl Dag {
             }
         }
 
+        // When ids already follow creation order (every parent id < child id, as in EPGs built
+        // from traces) the identity is a topological order with the best memory locality.
+        if (0..n).all(|v| {
+            par[par_off[v]..par_off[v + 1]]
+                .iter()
+                .all(|&u| (u as usize) < v)
+        }) {
+            let topo = (0..n as u32).collect();
+            return Ok(Dag {
+                n,
+                par_off,
+                par,
+                ch_off,
+                ch,
+                ch_to_par,
+                par_to_ch,
+                topo,
+            });
+        }
         // Kahn's algorithm for a topological order.
-        let mut indeg: Vec<u32> = (0..n).map(|v| (par_off[v + 1] - par_off[v]) as u32).collect();
+        let mut indeg: Vec<u32> = (0..n)
+            .map(|v| (par_off[v + 1] - par_off[v]) as u32)
+            .collect();
         let mut topo: Vec<u32> = (0..n as u32).filter(|&v| indeg[v as usize] == 0).collect();
         let mut head = 0;
         while head < topo.len() {
@@ -113,7 +134,9 @@ impl Dag {
         if topo.len() < n {
             // Every remaining vertex has a remaining parent; walk parents until a repeat.
             let mut on_path = vec![false; n];
-            let mut v = (0..n).find(|&v| indeg[v] > 0).expect("a vertex left by Kahn");
+            let mut v = (0..n)
+                .find(|&v| indeg[v] > 0)
+                .expect("a vertex left by Kahn");
             loop {
                 if on_path[v] {
                     return Err(InferError::Cycle { vertex: v as u32 });

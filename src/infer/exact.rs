@@ -101,7 +101,11 @@ pub fn exact(dag: &Dag, cpd: &Cpd, evidence: &[Option<bool>]) -> Result<Marginal
         match evidence[v] {
             Some(obs) => {
                 p_incorrect.push(if obs { 0.0 } else { 1.0 });
-                log_odds_incorrect.push(if obs { f64::NEG_INFINITY } else { f64::INFINITY });
+                log_odds_incorrect.push(if obs {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                });
             }
             None => {
                 p_incorrect.push(e.acc1[v] / z);

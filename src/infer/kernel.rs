@@ -21,6 +21,18 @@ pub(crate) fn sigmoid(l: f64) -> f64 {
     }
 }
 
+/// `(σ(-l), σ(l))` = normalised (correct, incorrect) masses of a log-odds message, with one exp.
+#[inline]
+pub(crate) fn sig_pair(l: f64) -> (f64, f64) {
+    let e = (-l.abs()).exp();
+    let r = 1.0 / (1.0 + e);
+    if l >= 0.0 {
+        (e * r, r)
+    } else {
+        (r, e * r)
+    }
+}
+
 /// `ln(1 + e^x)`, stable, exact at `±∞`.
 #[inline]
 pub(crate) fn softplus(x: f64) -> f64 {
@@ -105,8 +117,8 @@ impl FactorKernel {
         if !self.log_domain {
             let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
             for &l in parents {
-                let b = sigmoid(l);
-                let c = sigmoid(-l) + self.p * b;
+                let (a, b) = sig_pair(l);
+                let c = a + self.p * b;
                 d_all += c_all * (self.q * b);
                 c_all *= c;
             }
@@ -126,8 +138,7 @@ impl FactorKernel {
         if k == 0 {
             return;
         }
-        let alpha = sigmoid(-child);
-        let beta = sigmoid(child);
+        let (alpha, beta) = sig_pair(child);
         if !self.log_domain {
             // prefix products P_i = Π_{j<i} c_j and complements Dp_i = 1 - P_i.
             s.a.clear();
@@ -138,8 +149,8 @@ impl FactorKernel {
             for &l in parents {
                 s.a.push(pc);
                 s.b.push(pd);
-                let b = sigmoid(l);
-                let c = sigmoid(-l) + self.p * b;
+                let (a, b) = sig_pair(l);
+                let c = a + self.p * b;
                 s.c.push(c);
                 s.d.push(self.q * b);
                 pd += pc * (self.q * b);

@@ -106,7 +106,8 @@ pub fn synthetic_dag(n: usize, seed: u64) -> (Dag, Vec<Option<bool>>) {
             edges.push((s as u32, v as u32));
             let avail = v - t0; // earlier values in this trace
             if avail > 0 {
-                let recent = |rng: &mut SplitMix64, mean: f64| v - 1 - rng.geometric(mean).min(avail - 1);
+                let recent =
+                    |rng: &mut SplitMix64, mean: f64| v - 1 - rng.geometric(mean).min(avail - 1);
                 if rng.chance(0.5) {
                     let u = recent(&mut rng, 8.0);
                     edges.push((u as u32, v as u32));

@@ -224,8 +224,7 @@ pub fn views(dump: &Dump, traces: &[usize], compress: bool) -> Vec<TraceView> {
         .iter()
         .map(|&t| {
             let tr = &dump.traces[t];
-            let end = dump.failure_step(tr).map_or(tr.steps.len(), |f| f as usize + 1);
-            TraceView { trace: t, keep: compress.then(|| crate::compress::compress(dump, tr, end)) }
+            TraceView { trace: t, keep: compress.then(|| crate::compress::compress(dump, tr, tr.steps.len(), dump.failure_step(tr))) }
         })
         .collect()
 }

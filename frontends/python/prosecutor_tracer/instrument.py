@@ -135,7 +135,8 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
             reg.warnings.extend(facts.warnings)
             return code
         except sf.StaticError:
-            raise
+            # let the compiler raise the real SyntaxError, exactly as an uninstrumented import
+            return compile(source, path, "exec", dont_inherit=True)
         except Exception as e:  # never break an import because of the instrumentation
             reg.warnings.append(f"{path}:0: not instrumented ({type(e).__name__}: {e}); branch outcomes are inferred")
             return compile(source, path, "exec", dont_inherit=True)

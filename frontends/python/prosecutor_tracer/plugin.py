@@ -54,6 +54,11 @@ class State:
         self.step_cap = _env_int("PROSECUTOR_STEP_CAP", 2_000_000)
         self.trace_all = os.environ.get("PROSECUTOR_TRACE_ALL", "") not in ("", "0")
         self.reg = Registry(self.src, self.cwd)
+        if self.out:
+            self.reg.exclude.append(os.path.realpath(self.out))
+        for ex in os.environ.get("PROSECUTOR_EXCLUDE", "").split(os.pathsep):
+            if ex:
+                self.reg.exclude.append(os.path.realpath(ex))
         flip = None
         if mode == "flip":
             flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
@@ -66,6 +71,8 @@ class State:
         self.error = None
         self.collected = 0
         self.finder = None
+        self.checked = False
+        self.patterns = ["test_*.py", "*_test.py"]
 
     # ------------------------------------------------------------ status
     def write_status(self, **kw):
@@ -79,14 +86,33 @@ class State:
             pass
 
 
-def pytest_configure(config):
-    global _state
+def _early_setup():
+    """Runs when pytest imports the plugin (`-p`), before any conftest.py: the import hook must
+    be in place before a conftest imports the code under analysis."""
     mode = os.environ.get("PROSECUTOR_MODE")
     if mode not in ("trace", "flip"):
+        return None
+    st = State(None, mode)
+    st.patterns = ["test_*.py", "*_test.py"]
+    instrument.set_tracer(st.tracer)
+    st.finder = instrument.install(st.reg, st.patterns)
+    return st
+
+
+def _checks(st, config):
+    """Dump directory, SRC, and every app file must parse (a syntax error is reported as
+    file:line).  Done once, as early as possible."""
+    if st.checked:
         return
-    st = State(config, mode)
-    _state = st
-    if mode == "trace":
+    st.checked = True
+    try:
+        patterns = config.getini("python_files") or ["test_*.py", "*_test.py"]
+    except Exception:
+        patterns = ["test_*.py", "*_test.py"]
+    st.patterns = list(patterns)
+    if st.finder is not None:
+        st.finder.test_patterns = list(patterns) + ["conftest.py"]
+    if st.mode == "trace":
         if not st.out:
             raise pytest.UsageError("prosecutor: PROSECUTOR_OUT (the dump directory) is not set")
         os.makedirs(st.out, exist_ok=True)
@@ -97,14 +123,11 @@ def pytest_configure(config):
         msg = f"prosecutor: --src {st.src} is not a directory"
         st.write_status(ok=False, error=msg)
         raise pytest.UsageError(msg)
-    # every app file must parse: report a syntax error as file:line
-    patterns = config.getini("python_files") or ["test_*.py", "*_test.py"]
-    st.patterns = patterns
+    import importlib.util
     for path in _app_files(st):
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
-            import importlib.util
             compile(importlib.util.decode_source(data), path, "exec", dont_inherit=True)
         except SyntaxError as e:
             msg = f"{path}:{e.lineno or 0}: syntax error: {e.msg}"
@@ -114,8 +137,20 @@ def pytest_configure(config):
             msg = f"{path}:0: cannot read: {e}"
             st.write_status(ok=False, error=msg, kind="syntax")
             raise pytest.UsageError("prosecutor: " + msg)
-    instrument.set_tracer(st.tracer)
-    st.finder = instrument.install(st.reg, patterns)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    if _state is not None:
+        _checks(_state, early_config)
+
+
+def pytest_configure(config):
+    st = _state
+    if st is None:
+        return
+    st.config = config
+    _checks(st, config)
 
 
 def _app_files(st):
@@ -184,7 +219,7 @@ def pytest_runtest_call(item):
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, st.timeout)
     t0 = time.monotonic()
-    st.tracer.start(item.nodeid, _root_code(item), record_steps=(st.mode == "trace"))
+    st.tracer.start(item.nodeid, _root_code(item))
     try:
         yield
     finally:
@@ -375,6 +410,8 @@ def write_dump(st):
     for rp in sorted(files, key=lambda p: files[p].rel):
         f = files[rp]
         for m in f.methods:
+            if not m.nodes or m.entry is None:
+                continue  # an empty module (comments only): nothing can execute
             w["method"].row(m.id, m.role, m.entry)
             for i, v in enumerate(m.formals):
                 w["formal"].row(m.id, i, v)
@@ -443,8 +480,18 @@ def write_dump(st):
     for x in w.values():
         x.close()
     _write_manifest(st, entries)
+    warnings = []
+    timeouts = [t["id"] for t in tests if t.get("failure_kind") == "timeout"]
+    if timeouts:
+        warnings.append(f"{len(timeouts)} test(s) stopped after {st.timeout:g} s under tracing (tracing is "
+                        f"much slower than a plain run; raise the timeout if they do not hang): "
+                        + ", ".join(timeouts[:5]) + (" ..." if len(timeouts) > 5 else ""))
+    truncated = [t["id"] for t in tests if t.get("truncated")]
+    if truncated:
+        warnings.append(f"{len(truncated)} trace(s) truncated at the step cap ({st.step_cap} steps): "
+                        + ", ".join(truncated[:5]) + (" ..." if len(truncated) > 5 else ""))
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
-            "collected": st.collected, "warnings": (st.reg.warnings + st.tracer.errors)[:200]}
+            "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
 
 
 def _q(s):
@@ -513,3 +560,6 @@ def _write_manifest(st, entries):
         lines.append("")
     with open(os.path.join(st.out, "manifest.toml"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines))
+
+
+_state = _early_setup()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import re
 import types
 
 # Built-in functions known not to mutate their arguments: names passed to them are not added
@@ -73,6 +74,7 @@ class Method:
     __slots__ = (
         "id", "role", "qualname", "firstlineno", "nodes", "entry", "formals", "this_formal",
         "regions", "exact", "line_nodes", "multi_lines", "calls", "params", "facts",
+        "_line_index",
     )
 
     def __init__(self, mid, role, qualname, firstlineno, facts):
@@ -91,6 +93,16 @@ class Method:
         self.calls = {}             # node id -> list of call descriptors (for bind.facts)
         self.params = None          # parameter descriptor (for bind.facts)
         self.facts = facts
+        self._line_index = None
+
+    def _build_line_index(self):
+        """line -> the regions covering it (so a lookup does not scan the whole method)."""
+        idx = {}
+        for r in self.regions:
+            for line in range(r[0], r[2] + 1):
+                idx.setdefault(line, []).append(r)
+        self._line_index = idx
+        return idx
 
     def node_at(self, pos, line):
         """The node a bytecode position belongs to (innermost region), or None."""
@@ -100,9 +112,12 @@ class Method:
         n = self.exact.get((l, el, c, ec))
         if n is not None:
             return n
+        idx = self._line_index
+        if idx is None:
+            idx = self._build_line_index()
         best = None
         bkey = None
-        for (l1, c1, l2, c2, nid) in self.regions:
+        for (l1, c1, l2, c2, nid) in idx.get(l, ()):
             if (l1, c1) <= (l, c) < (l2, c2):
                 key = (l1, c1, -l2, -c2)
                 if bkey is None or key > bkey:
@@ -328,15 +343,36 @@ class Analyzer:
         self.f = facts
         self.tree = tree
         self.instrument = instrument   # create wrapper-driven pseudo nodes (app code)
-        self.lines = facts.source.splitlines()
+        # line splitting as the tokenizer does it (str.splitlines also splits at \f, \v, ...)
+        self.lines = re.split(r"\r\n|\r|\n", facts.source)
+        self.blines = [ln.encode("utf-8", "surrogatepass") for ln in self.lines]
 
     # ------------------------------------------------------------ helpers
-    def text(self, n):
-        seg = None
+    def segment(self, n, limit=400):
+        """Source text of a node (AST columns are UTF-8 byte offsets), at most ~limit chars;
+        ast.get_source_segment re-splits the whole file on every call."""
         try:
-            seg = ast.get_source_segment(self.f.source, n)
+            l1, l2, c1, c2 = n.lineno, n.end_lineno, n.col_offset, n.end_col_offset
+            if l2 is None or c2 is None:
+                return None
+            if l1 == l2:
+                return self.blines[l1 - 1][c1:c2].decode("utf-8", "replace")
+            parts = [self.blines[l1 - 1][c1:].decode("utf-8", "replace")]
+            size = len(parts[0])
+            for ln in range(l1 + 1, l2):
+                if size > limit:
+                    break
+                t = self.blines[ln - 1].decode("utf-8", "replace")
+                parts.append(t)
+                size += len(t)
+            else:
+                parts.append(self.blines[l2 - 1][:c2].decode("utf-8", "replace"))
+            return "\n".join(parts)
         except Exception:
-            seg = None
+            return None
+
+    def text(self, n):
+        seg = self.segment(n)
         if seg is None:
             try:
                 seg = self.lines[n.lineno - 1].strip()
@@ -510,14 +546,9 @@ class Analyzer:
         self.region(m, n.id, s.lineno, s.col_offset, s.end_lineno, s.end_col_offset)
         return n
 
-    def pseudos_since(self, m, k):
-        return [nid for nid in m.nodes[k:]]
-
     def stmt(self, m, s, follow, ctx):
-        self.cur_method = m
         k0 = len(m.nodes)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([s.lineno] + [d.lineno for d in s.decorator_list])
             fc = min([(s.lineno, s.col_offset)] + [(d.lineno, d.col_offset) for d in s.decorator_list])
             n = self.new_node(m, s, "assign", True)
             self.region(m, n.id, fc[0], fc[1], s.end_lineno, s.end_col_offset)
@@ -531,8 +562,7 @@ class Analyzer:
                 ns = expr_names(e)
                 n.uses |= ns.uses
             prefix, in_class = self.prefix_stack[-1]
-            sub = self.nested(prefix, s, isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class)
-            self.sub_entries.append(sub)
+            self.nested(prefix, s, isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class)
             self.edge(n.id, follow)
             self.exc_edges([n.id], ctx)
             return n.id
@@ -600,7 +630,10 @@ class Analyzer:
             self.call_facts(m, n, s, [item.context_expr for item in s.items])
             self.edge(x.id, follow)
             self.exc_edges([x.id], ctx)
-            body = self.block(m, s.body, x.id, ctx.with_handler(x.id))
+            # an exception in the body runs __exit__ and leaves to the enclosing handler: the
+            # exceptional edges go there (an edge to :exit would make every statement after the
+            # `with` control-dependent on the body, see docs/frontend-python.md)
+            body = self.block(m, s.body, x.id, ctx)
             self.edge(n.id, body)
             cont = n.id
             for item in reversed(s.items):
@@ -612,7 +645,9 @@ class Analyzer:
             self.region(m, n.id, s.lineno, s.col_offset, s.end_lineno, s.end_col_offset)
             fin = self.block(m, s.finalbody, follow, ctx) if s.finalbody else None
             after = fin if fin is not None else follow
-            hctx = ctx.with_handler(fin) if fin is not None else ctx
+            # exceptions escaping the handlers (and the try body, when no handler exists) run the
+            # finally block on their way out: their exceptional edges go to the enclosing handler
+            hctx = ctx
             catch_ids = []
             nxt_catch = fin  # an exception no handler matches goes to finally (or leaves)
             for h in reversed(s.handlers):
@@ -634,7 +669,7 @@ class Analyzer:
                 catch_ids.append(c.id)
             first_catch = nxt_catch
             els = self.block(m, s.orelse, after, hctx.with_finally(fin)) if s.orelse else after
-            bctx = ctx.with_handler(first_catch if first_catch is not None else fin).with_finally(fin)
+            bctx = (ctx.with_handler(first_catch) if first_catch is not None else ctx).with_finally(fin)
             body = self.block(m, s.body, els, bctx)
             self.edge(n.id, body)
             return n.id
@@ -842,7 +877,6 @@ def analyze_source(source, path, rel, role, instrument=None, tree=None):
     facts = FileFacts(path, rel, role, source)
     a = Analyzer(facts, tree, instrument)
     a.prefix_stack = [("", False)]
-    a.sub_entries = []
     a.raw_entries = {}
     mod = a.new_method("<module>", 1, None)
     a.raw_entries[mod.id] = a.block(mod, tree.body, None, Ctx())
@@ -971,7 +1005,7 @@ def _finish(facts, a, raw_entries, tree):
     facts._loop_labels = None
 
 
-def analyze_file(path, rel, role):
+def analyze_file(path, rel, role, instrument=None):
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -982,7 +1016,7 @@ def analyze_file(path, rel, role):
         source = importlib.util.decode_source(data)
     except Exception as e:
         raise StaticError(f"{path}:0: cannot decode: {e}") from None
-    return analyze_source(source, path, rel, role)[0]
+    return analyze_source(source, path, rel, role, instrument=instrument)[0]
 
 
 def relpath_for(path, root):

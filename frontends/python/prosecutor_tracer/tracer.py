@@ -78,6 +78,7 @@ class Registry:
         self.src_root = os.path.realpath(src_root)
         self.cwd = os.path.realpath(cwd)
         self.test_files = set()
+        self.exclude = []         # directories never traced (the dump directory)
         self.files = {}           # real path -> FileFacts or None
         self.warnings = []
         self.node_index = {}
@@ -97,6 +98,9 @@ class Registry:
             return False
         if not (rp == self.src_root or rp.startswith(self.src_root + os.sep)):
             return False
+        for ex in self.exclude:
+            if rp.startswith(ex + os.sep):
+                return False
         rel = os.path.relpath(rp, self.src_root)
         parts = rel.split(os.sep)
         for p in parts[:-1]:
@@ -126,7 +130,10 @@ class Registry:
                     if not n.real and n.wrapped:
                         self.eager[nid] = n.stmt
 
-    def facts_for(self, path):
+    def facts_for(self, path, running=False):
+        """Static facts of a traced file (None if it is not traced). `running`: asked for code
+        that is executing, so an app module that did not go through the import hook is
+        uninstrumented: analyse it without wrapper-driven pseudo-statements."""
         rp = self.real(path)
         f = self.files.get(rp, _MISSING)
         if f is not _MISSING:
@@ -136,8 +143,12 @@ class Registry:
             self.files[rp] = None
             return None
         try:
-            f = sf.analyze_file(rp, self.rel_of(rp, role), role)
+            f = sf.analyze_file(rp, self.rel_of(rp, role), role,
+                                instrument=(role == "app" and not running))
             self.warnings.extend(f.warnings)
+            if running and role == "app":
+                self.warnings.append(f"{self.rel_of(rp, role)}: imported before the tracer: not "
+                                     f"instrumented (branch outcomes inferred, no flipping)")
         except sf.StaticError as e:
             self.warnings.append(str(e))
             f = None
@@ -176,10 +187,13 @@ class Tracer:
         self.thread = threading.get_ident()
         if self._global is None:
             self._global = self._make_global()
+        self._previous = sys.gettrace()
         sys.settrace(self._global)
 
     def stop(self):
-        sys.settrace(None)
+        # give back the trace function that was there before (coverage tools, debuggers)
+        sys.settrace(getattr(self, "_previous", None))
+        self._previous = None
         rec = self.cur
         self.active = False
         self.stack = []
@@ -195,7 +209,7 @@ class Tracer:
         m = None
         try:
             if co.co_name not in sf.OPAQUE_CODE_NAMES:
-                facts = self.reg.facts_for(co.co_filename)
+                facts = self.reg.facts_for(co.co_filename, running=True)
                 if facts is not None:
                     m = facts.method_for_code(co)
         except Exception as e:
@@ -239,7 +253,7 @@ class Tracer:
             if m is None:
                 return None
             cur = self.cur
-            if cur is None:
+            if cur is None or threading.get_ident() != self.thread:
                 return None
             if not self.active:
                 if cur.root_seen or (self.root_code is not None and co is not self.root_code):
@@ -251,8 +265,6 @@ class Tracer:
                 caller = None
             else:
                 caller = self.stack[-1] if self.stack else None
-            if threading.get_ident() != self.thread:
-                return None
             call_step = None
             if caller is not None:
                 call_step = caller.last_step if caller.last_step is not None else (cur.nsteps - 1 if cur.nsteps else None)
@@ -280,6 +292,7 @@ class Tracer:
         branch_ids = self.reg.branch_ids
         cap = self.step_cap
         slow_step = self.step
+        eager = self.reg.eager
 
         def local(frame, event, arg):
             try:
@@ -291,7 +304,10 @@ class Tracer:
                     if nid != rec.node or off < rec.off:
                         cur = tracer.cur
                         st = tracer.stack
-                        if (cur is not None and st and st[-1] is rec and rec.fid is not None
+                        if nid in eager and eager[nid] == rec.node and cur is not None:
+                            # an operand of the statement whose step has just begun
+                            tracer._relabel(rec, nid)
+                        elif (cur is not None and st and st[-1] is rec and rec.fid is not None
                                 and cur.nsteps < cap and cur.record_steps):
                             prev = rec.node
                             cur.coverage.add(nid)
@@ -468,7 +484,8 @@ class Tracer:
         becomes the pseudo-statement's, as in the CFG (operands before the statement)."""
         cur = self.cur
         old = rec.node
-        cur.occ[old] = cur.occ.get(old, 1) - 1
+        if old in self.reg.branch_ids:
+            cur.occ[old] = cur.occ.get(old, 1) - 1
         cur.occ[nid] = cur.occ.get(nid, 0) + 1
         cur.coverage.add(nid)
         if rec.prev is not None:

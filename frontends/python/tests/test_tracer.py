@@ -19,11 +19,12 @@ CONFTEST = "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__fi
 
 
 def run(tmp_path, files, extra_env=None, args=("tests",)):
+    files = dict(files)
+    files.setdefault("tests/conftest.py", CONFTEST)
     for rel, text in files.items():
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text))
-    (tmp_path / "tests" / "conftest.py").write_text(CONFTEST)
     dump = tmp_path / "dump"
     env = dict(os.environ)
     env.update({
@@ -370,3 +371,21 @@ def test_unusual_code_is_traced_without_changing_outcomes(tmp_path):
     assert st[d.steps(t["trace"])[t["failure_step"]]][3] == "tests/test_lib.py"
     case_steps = [s for s in d.steps(t["trace"]) if s.endswith(":case")]
     assert len(case_steps) == 3   # [2, 1] fails the guard, is no mapping, matches `_`
+
+
+def test_app_module_imported_by_conftest_is_instrumented(tmp_path):
+    # the conftest imports the code under analysis before pytest_configure runs
+    d = run(tmp_path, {"src/padlib.py": LIB,
+                       "tests/conftest.py": CONFTEST + "import padlib  # noqa\n",
+                       "tests/test_count.py": """
+        from padlib import count_until
+
+        def test_count():
+            assert count_until([1, -2, 3], 3, strict=True) == 2
+        """})
+    d.check()
+    t = d.test("test_count")
+    assert t["outcome"] == "fail"
+    steps = d.steps(t["trace"])
+    assert any(s.endswith(":and") for s in steps), steps   # pseudo-statements: instrumented
+    assert not d.manifest["notes"]["warnings"]
