@@ -27,7 +27,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::baselines::{
-    build_basic_blocks, cp_scores, sbfl_scores, CpConfig, CpEdge, CpInput, EdgeProfile, Formula, Spectrum, SpectrumTest,
+    build_basic_blocks, cp_scores, sbfl_scores, CpConfig, CpEdge, CpInput, EdgeProfile, Formula,
+    Spectrum, SpectrumTest,
 };
 use crate::dump::{Dump, Outcome, StmtId};
 use crate::localize::ranking::StmtScores;
@@ -42,7 +43,11 @@ pub enum Technique {
 impl Technique {
     /// The seven SBFL formulas, then CP.
     pub fn all() -> Vec<Technique> {
-        Formula::ALL.iter().map(|&f| Technique::Sbfl(f)).chain([Technique::Cp]).collect()
+        Formula::ALL
+            .iter()
+            .map(|&f| Technique::Sbfl(f))
+            .chain([Technique::Cp])
+            .collect()
     }
 
     pub fn name(self) -> &'static str {
@@ -83,7 +88,11 @@ impl FromStr for Technique {
         s.parse::<Formula>().map(Technique::Sbfl).map_err(|_| {
             format!(
                 "unknown technique {s:?} (expected one of: {})",
-                Technique::all().iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+                Technique::all()
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })
     }
@@ -99,7 +108,11 @@ pub fn stmt_coverage(dump: &Dump) -> Vec<(usize, BTreeSet<StmtId>)> {
             }
             per.into_iter().enumerate().collect()
         }
-        None => dump.traces.iter().map(|tr| (tr.test, tr.steps.iter().map(|s| s.stmt).collect())).collect(),
+        None => dump
+            .traces
+            .iter()
+            .map(|tr| (tr.test, tr.steps.iter().map(|s| s.stmt).collect()))
+            .collect(),
     }
 }
 
@@ -107,15 +120,20 @@ pub fn stmt_coverage(dump: &Dump) -> Vec<(usize, BTreeSet<StmtId>)> {
 pub fn edge_coverage(dump: &Dump) -> Vec<(usize, BTreeSet<(StmtId, StmtId)>)> {
     match &dump.edge_coverage {
         Some(rows) => {
-            let mut per: Vec<BTreeSet<(StmtId, StmtId)>> = vec![BTreeSet::new(); dump.manifest.tests.len()];
+            let mut per: Vec<BTreeSet<(StmtId, StmtId)>> =
+                vec![BTreeSet::new(); dump.manifest.tests.len()];
             for &(t, a, b) in rows {
                 per[t].insert((a, b));
             }
             per.into_iter().enumerate().collect()
         }
         None => {
-            let normal: std::collections::HashSet<(StmtId, StmtId)> =
-                dump.cfg.iter().filter(|e| !e.exceptional).map(|e| (e.from, e.to)).collect();
+            let normal: std::collections::HashSet<(StmtId, StmtId)> = dump
+                .cfg
+                .iter()
+                .filter(|e| !e.exceptional)
+                .map(|e| (e.from, e.to))
+                .collect();
             dump.traces
                 .iter()
                 .map(|tr| {
@@ -145,17 +163,28 @@ fn passed(dump: &Dump, test: usize) -> bool {
 pub fn sbfl_stmt_scores(dump: &Dump, formula: Formula) -> Result<StmtScores, String> {
     let cov = stmt_coverage(dump);
     if !cov.iter().any(|(t, _)| !passed(dump, *t)) {
-        return Err("no failing test in the coverage spectrum: SBFL has nothing to rank".to_owned());
+        return Err(
+            "no failing test in the coverage spectrum: SBFL has nothing to rank".to_owned(),
+        );
     }
     let spectrum = Spectrum {
         n_elements: dump.stmts.len(),
-        tests: cov.iter().map(|(t, s)| SpectrumTest { passed: passed(dump, *t), covered: s.iter().copied().collect() }).collect(),
+        tests: cov
+            .iter()
+            .map(|(t, s)| SpectrumTest {
+                passed: passed(dump, *t),
+                covered: s.iter().copied().collect(),
+            })
+            .collect(),
     };
     let scores = sbfl_scores(&spectrum, formula).map_err(|e| e.to_string())?;
     let executed: BTreeSet<StmtId> = cov.iter().flat_map(|(_, s)| s.iter().copied()).collect();
     // DStar's "covered by every failing test and no passing test" is f64::MAX: print it as inf.
     let finite = |x: f64| if x == f64::MAX { f64::INFINITY } else { x };
-    Ok(executed.into_iter().map(|s| (s, finite(scores[s as usize]))).collect())
+    Ok(executed
+        .into_iter()
+        .map(|s| (s, finite(scores[s as usize])))
+        .collect())
 }
 
 /// Statements at which a traced frame ended without reaching an exit of its method (a crash, an
@@ -191,15 +220,26 @@ pub fn cp_stmt_scores(dump: &Dump) -> Result<StmtScores, String> {
     let mut edges: Vec<CpEdge> = Vec::new();
     let mut edge_id: HashMap<(StmtId, StmtId), Vec<u32>> = HashMap::new();
     let end_stmts: BTreeSet<StmtId> = ends.values().flatten().copied().collect();
-    let static_edges = dump.cfg.iter().filter(|e| !e.exceptional).map(|e| (e.from, e.to)).chain(end_stmts.iter().map(|&s| (s, exit)));
+    let static_edges = dump
+        .cfg
+        .iter()
+        .filter(|e| !e.exceptional)
+        .map(|e| (e.from, e.to))
+        .chain(end_stmts.iter().map(|&s| (s, exit)));
     for (a, b) in static_edges {
         edge_id.entry((a, b)).or_default().push(edges.len() as u32);
-        edges.push(CpEdge { from: Some(a), to: b });
+        edges.push(CpEdge {
+            from: Some(a),
+            to: b,
+        });
     }
     let mut entry_edge: HashMap<StmtId, u32> = HashMap::new();
     for m in &dump.methods {
         entry_edge.insert(m.entry, edges.len() as u32);
-        edges.push(CpEdge { from: None, to: m.entry });
+        edges.push(CpEdge {
+            from: None,
+            to: m.entry,
+        });
     }
     let graph = build_basic_blocks(n + 1, &edges).map_err(|e| format!("CP basic blocks: {e}"))?;
     let stmts = stmt_coverage(dump);
@@ -209,14 +249,36 @@ pub fn cp_stmt_scores(dump: &Dump) -> Result<StmtScores, String> {
         if let Some(e) = ends.get(&t) {
             pairs.extend(e.iter().map(|&s| (s, exit)));
         }
-        let mut covered: Vec<u32> = pairs.iter().filter_map(|p| edge_id.get(p)).flatten().copied().collect();
+        let mut covered: Vec<u32> = pairs
+            .iter()
+            .filter_map(|p| edge_id.get(p))
+            .flatten()
+            .copied()
+            .collect();
         // entry edges: the entry statement was executed (coverage), or an edge leaves it
-        let executed = |s: StmtId| stmt_cov.get(&t).is_some_and(|c| c.contains(&s)) || pairs.iter().any(|p| p.0 == s);
-        covered.extend(entry_edge.iter().filter(|(&s, _)| executed(s)).map(|(_, &e)| e));
-        let covered = graph.map_profile(&covered).map_err(|e| format!("CP edge profile: {e}"))?;
-        tests.push(EdgeProfile { passed: passed(dump, t), covered });
+        let executed = |s: StmtId| {
+            stmt_cov.get(&t).is_some_and(|c| c.contains(&s)) || pairs.iter().any(|p| p.0 == s)
+        };
+        covered.extend(
+            entry_edge
+                .iter()
+                .filter(|(&s, _)| executed(s))
+                .map(|(_, &e)| e),
+        );
+        let covered = graph
+            .map_profile(&covered)
+            .map_err(|e| format!("CP edge profile: {e}"))?;
+        tests.push(EdgeProfile {
+            passed: passed(dump, t),
+            covered,
+        });
     }
-    let input = CpInput { n_blocks: graph.blocks.len(), edges: graph.edges.clone(), tests, config: CpConfig::default() };
+    let input = CpInput {
+        n_blocks: graph.blocks.len(),
+        edges: graph.edges.clone(),
+        tests,
+        config: CpConfig::default(),
+    };
     let result = cp_scores(&input).map_err(|e| format!("CP: {e}"))?;
     let mut out = StmtScores::new();
     for (s, &b) in graph.block_of.iter().enumerate().take(n) {

@@ -1,10 +1,11 @@
 //! Running one case: get a dump (trace, or reuse), run every technique on it, locate the fault.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::dump::Dump;
-use crate::localize::cfx::{ExperimentResult, RunOptions};
+use crate::localize::cfx::{Experiment, ExperimentResult, RunOptions};
 use crate::localize::ranking::{rank, Granularity, Ranked};
 use crate::localize::{self, CfxSource, Mode, Options};
 use crate::pipeline::Rules;
@@ -38,11 +39,17 @@ pub enum Tech {
 impl Tech {
     /// Every technique, in table order.
     pub fn all() -> Vec<Tech> {
-        [Variant::Full, Variant::NoCfx, Variant::F, Variant::Fp, Variant::NoCompress]
-            .into_iter()
-            .map(Tech::Prosecutor)
-            .chain(Technique::all().into_iter().map(Tech::Baseline))
-            .collect()
+        [
+            Variant::Full,
+            Variant::NoCfx,
+            Variant::F,
+            Variant::Fp,
+            Variant::NoCompress,
+        ]
+        .into_iter()
+        .map(Tech::Prosecutor)
+        .chain(Technique::all().into_iter().map(Tech::Baseline))
+        .collect()
     }
 
     /// Machine name (cases.csv).
@@ -105,7 +112,13 @@ pub struct CaseResult {
 
 impl CaseResult {
     pub fn failed(name: &str, kind: Option<String>, error: String) -> CaseResult {
-        CaseResult { name: name.to_owned(), kind, error: Some(error), trace_seconds: 0.0, runs: Vec::new() }
+        CaseResult {
+            name: name.to_owned(),
+            kind,
+            error: Some(error),
+            trace_seconds: 0.0,
+            runs: Vec::new(),
+        }
     }
 
     /// Whether the case could not be evaluated at all (bad manifest entry, tracing failed, dump
@@ -119,7 +132,12 @@ impl CaseResult {
 fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
     match &case.source {
         Source::Dump(p) => Ok((Dump::load(p).map_err(|e| e.to_string())?, 0.0)),
-        Source::Trace { dir, src_dir, test, timeout } => {
+        Source::Trace {
+            dir,
+            src_dir,
+            test,
+            timeout,
+        } => {
             let out = s.out.join("dumps").join(&case.name);
             if out.join("manifest.toml").is_file() {
                 if let Ok(d) = Dump::load(&out) {
@@ -128,27 +146,101 @@ fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
                 // an unreadable dump of an interrupted run: trace again
             }
             if out.exists() {
-                std::fs::remove_dir_all(&out).map_err(|e| format!("cannot remove the stale dump {}: {e}", out.display()))?;
+                std::fs::remove_dir_all(&out)
+                    .map_err(|e| format!("cannot remove the stale dump {}: {e}", out.display()))?;
             }
             let start = Instant::now();
-            trace_python(dir, src_dir, test, &out, timeout.map_or(s.test_timeout, Duration::from_secs_f64))?;
+            trace_python(
+                dir,
+                src_dir,
+                test,
+                &out,
+                timeout.map_or(s.test_timeout, Duration::from_secs_f64),
+            )?;
             let secs = start.elapsed().as_secs_f64();
-            Ok((Dump::load(&out).map_err(|e| format!("the traced dump does not load: {e}"))?, secs))
+            Ok((
+                Dump::load(&out).map_err(|e| format!("the traced dump does not load: {e}"))?,
+                secs,
+            ))
         }
     }
 }
 
 /// Traces a test command with the Python front-end into `out`.
-fn trace_python(dir: &Path, src: &Path, test: &[String], out: &Path, timeout: Duration) -> Result<(), String> {
+fn trace_python(
+    dir: &Path,
+    src: &Path,
+    test: &[String],
+    out: &Path,
+    timeout: Duration,
+) -> Result<(), String> {
     let mut o = crate::frontend::python::PythonTraceOptions::new(src, out, test.to_vec());
     o.cwd = dir.to_owned();
     o.test_timeout = timeout;
-    crate::frontend::python::trace(&o).map(|_| ()).map_err(|e| format!("tracing failed: {e}"))
+    crate::frontend::python::trace(&o)
+        .map(|_| ())
+        .map_err(|e| format!("tracing failed: {e}"))
 }
 
 /// A baseline's line (or method, statement) ranking.
 pub fn baseline_ranking(dump: &Dump, t: Technique, g: Granularity) -> Result<Vec<Ranked>, String> {
     Ok(rank(dump, &baseline::stmt_scores(dump, t)?, g))
+}
+
+/// Outcomes of the counterfactual experiments already run for one case, by (test, statement,
+/// occurrence): a re-run with the same branch instance flipped has the same outcome, so the
+/// ablations reuse what the full run (or an earlier ablation) measured.
+struct CfxCache<'a> {
+    dump: &'a Dump,
+    rules: &'a Rules,
+    opts: RunOptions,
+    file: PathBuf,
+    done: HashMap<(String, String, u32), ExperimentResult>,
+}
+
+impl CfxCache<'_> {
+    fn key(e: &Experiment) -> (String, String, u32) {
+        (e.test.clone(), e.stmt.clone(), e.occurrence)
+    }
+
+    fn remember(&mut self, results: &[ExperimentResult]) {
+        for r in results {
+            self.done.insert(Self::key(&r.experiment), r.clone());
+        }
+    }
+
+    /// Plans the experiments of `o`, runs those not run yet, and returns a source with all of
+    /// them (written to a file next to the dumps).
+    fn source_for(&mut self, o: &Options, variant: &str) -> Result<CfxSource, String> {
+        let plan = localize::plan(self.dump, self.rules, o).map_err(|e| e.to_string())?;
+        let missing: Vec<Experiment> = plan
+            .iter()
+            .filter(|e| !self.done.contains_key(&Self::key(e)))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            let results = localize::cfx::run(self.dump, &missing, &self.opts)?;
+            self.remember(&results);
+        }
+        let results: Vec<ExperimentResult> = plan
+            .iter()
+            .filter_map(|e| {
+                self.done.get(&Self::key(e)).map(|r| ExperimentResult {
+                    experiment: e.clone(),
+                    ..r.clone()
+                })
+            })
+            .collect();
+        let path = self.file.with_file_name(format!(
+            "{}-{variant}.json",
+            self.file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ));
+        write_json(&path, &results).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(CfxSource::Results(path))
+    }
 }
 
 /// Runs every technique on one case.
@@ -161,48 +253,82 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         Some(f) => filter_ranking(r, |e| path_suffix_eq(&e.file, f)),
         None => r,
     };
-    let run_opts = RunOptions { jobs: s.cfx_jobs.max(1), timeout: s.cfx_timeout, progress: false };
-    let cfx_file = s.out.join("cfx").join(format!("{}.json", case.name));
-    let mut full_experiments: Option<Vec<ExperimentResult>> = None;
+    let run_opts = RunOptions {
+        jobs: s.cfx_jobs.max(1),
+        timeout: s.cfx_timeout,
+        progress: false,
+    };
+    let experiments = s.cfx && dump.manifest.rerun.is_some();
+    let mut cache = CfxCache {
+        dump: &dump,
+        rules: s.rules,
+        opts: run_opts.clone(),
+        file: s.out.join("cfx").join(format!("{}.json", case.name)),
+        done: HashMap::new(),
+    };
     let mut runs = Vec::new();
     for tech in Tech::all() {
         let start = Instant::now();
         let ranking: Result<Vec<Ranked>, String> = match tech {
             Tech::Baseline(t) => baseline_ranking(&dump, t, Granularity::Line),
             Tech::Prosecutor(v) => {
-                let mut o = Options { granularity: Granularity::Line, ..Options::default() };
-                o.cfx = if s.cfx { CfxSource::Run(run_opts.clone()) } else { CfxSource::Off };
+                let mut o = Options {
+                    granularity: Granularity::Line,
+                    ..Options::default()
+                };
                 match v {
-                    Variant::Full => {}
-                    Variant::NoCfx => o.cfx = CfxSource::Off,
-                    Variant::F => {
-                        o.mode = Mode::F;
-                        // F plans the same experiments as the full run (both plan on the F
-                        // model): reuse their outcomes instead of re-running them.
-                        if let Some(ex) = full_experiments.as_ref().filter(|e| !e.is_empty()) {
-                            if write_json(&cfx_file, ex).is_ok() {
-                                o.cfx = CfxSource::Results(cfx_file.clone());
-                            }
-                        }
-                    }
+                    Variant::Full | Variant::NoCfx => {}
+                    Variant::F => o.mode = Mode::F,
                     Variant::Fp => o.mode = Mode::Fp,
                     Variant::NoCompress => o.compress = false,
                 }
-                localize::localize(&dump, s.rules, &o).map_err(|e| e.to_string()).map(|r| {
-                    if v == Variant::Full {
-                        full_experiments = Some(r.experiments.clone());
-                    }
-                    r.ranking
+                let source = match v {
+                    _ if !experiments || v == Variant::NoCfx => Ok(CfxSource::Off),
+                    Variant::Full => Ok(CfxSource::Run(run_opts.clone())),
+                    _ => cache.source_for(&o, tech.id()),
+                };
+                source.and_then(|src| {
+                    o.cfx = src;
+                    localize::localize(&dump, s.rules, &o)
+                        .map_err(|e| e.to_string())
+                        .map(|r| {
+                            if v == Variant::Full {
+                                cache.remember(&r.experiments);
+                                if let Err(e) = write_json(&cache.file, &r.experiments) {
+                                    eprintln!(
+                                        "warning: cannot write {}: {e}",
+                                        cache.file.display()
+                                    );
+                                }
+                            }
+                            r.ranking
+                        })
                 })
             }
         };
         let seconds = start.elapsed().as_secs_f64();
         runs.push(match ranking {
-            Ok(r) => Run { tech, located: Some(locate(&scope(r), &case.fault)), seconds, error: None },
-            Err(e) => Run { tech, located: None, seconds, error: Some(e) },
+            Ok(r) => Run {
+                tech,
+                located: Some(locate(&scope(r), &case.fault)),
+                seconds,
+                error: None,
+            },
+            Err(e) => Run {
+                tech,
+                located: None,
+                seconds,
+                error: Some(e),
+            },
         });
     }
-    CaseResult { name: case.name.clone(), kind: case.kind.clone(), error: None, trace_seconds, runs }
+    CaseResult {
+        name: case.name.clone(),
+        kind: case.kind.clone(),
+        error: None,
+        trace_seconds,
+        runs,
+    }
 }
 
 fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), String> {

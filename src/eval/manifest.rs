@@ -82,7 +82,8 @@ fn line_at(text: &str, offset: usize) -> usize {
 impl EvalManifest {
     /// Reads and parses the manifest; errors are `FILE:LINE: message`.
     pub fn read(path: &Path) -> Result<EvalManifest, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         Self::parse(&text, path)
     }
 
@@ -96,18 +97,29 @@ impl EvalManifest {
             let line = line_at(text, c.name.span().start);
             let name = c.name.into_inner();
             let bad = |msg: String| Err(format!("{}:{line}: {msg}", path.display()));
-            if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\']) || name.chars().any(char::is_control) {
+            if name.is_empty()
+                || name.starts_with('.')
+                || name.contains(['/', '\\'])
+                || name.chars().any(char::is_control)
+            {
                 return bad(format!("case name {name:?} must be a non-empty file name (no '/', not starting with '.')"));
             }
             if let Some(prev) = cases.iter().find(|p| p.name == name) {
-                return bad(format!("duplicate case name {name:?} (first on line {})", prev.line));
+                return bad(format!(
+                    "duplicate case name {name:?} (first on line {})",
+                    prev.line
+                ));
             }
             if c.faulty.is_empty() {
-                return bad(format!("case {name:?}: `faulty` is empty (give at least one FILE:LINE)"));
+                return bad(format!(
+                    "case {name:?}: `faulty` is empty (give at least one FILE:LINE)"
+                ));
             }
             if let Some(t) = c.timeout {
                 if !(t.is_finite() && t > 0.0) {
-                    return bad(format!("case {name:?}: timeout must be a positive number of seconds, found {t}"));
+                    return bad(format!(
+                        "case {name:?}: timeout must be a positive number of seconds, found {t}"
+                    ));
                 }
             }
             cases.push(CaseEntry {
@@ -116,7 +128,12 @@ impl EvalManifest {
                 dir: c.dir,
                 src: c.src,
                 test: c.test,
-                faulty: c.faulty.into_iter().map(|f| (line_at(text, f.span().start), f.into_inner())).map(|(l, f)| (f, l)).collect(),
+                faulty: c
+                    .faulty
+                    .into_iter()
+                    .map(|f| (line_at(text, f.span().start), f.into_inner()))
+                    .map(|(l, f)| (f, l))
+                    .collect(),
                 dump: c.dump,
                 kind: c.kind,
                 timeout: c.timeout,
@@ -125,8 +142,16 @@ impl EvalManifest {
         if cases.is_empty() {
             return Err(format!("{}:1: no [[case]] entries", path.display()));
         }
-        let base = path.parent().map(Path::to_path_buf).filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| PathBuf::from("."));
-        Ok(EvalManifest { path: path.to_owned(), base, cases })
+        let base = path
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from("."));
+        Ok(EvalManifest {
+            path: path.to_owned(),
+            base,
+            cases,
+        })
     }
 }
 
@@ -136,7 +161,12 @@ pub enum Source {
     /// An existing dump directory.
     Dump(PathBuf),
     /// Trace `test` (run in `dir`) with `src_dir` as the code under analysis.
-    Trace { dir: PathBuf, src_dir: PathBuf, test: Vec<String>, timeout: Option<f64> },
+    Trace {
+        dir: PathBuf,
+        src_dir: PathBuf,
+        test: Vec<String>,
+        timeout: Option<f64>,
+    },
 }
 
 /// A case whose paths are resolved and whose ground truth is checked.
@@ -173,7 +203,9 @@ fn find_suffix(dir: &Path, rel: &str) -> Option<PathBuf> {
     }
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
         entries.sort();
         for p in entries {
@@ -192,7 +224,14 @@ fn find_suffix(dir: &Path, rel: &str) -> Option<PathBuf> {
 impl CaseEntry {
     /// Resolves paths and checks the ground truth against the source files.
     pub fn resolve(&self, m: &EvalManifest) -> Result<Case, String> {
-        let at = |msg: String| format!("{}:{}: case {:?}: {msg}", m.path.display(), self.line, self.name);
+        let at = |msg: String| {
+            format!(
+                "{}:{}: case {:?}: {msg}",
+                m.path.display(),
+                self.line,
+                self.name
+            )
+        };
         let dir = self.dir.as_deref().map(|d| resolve_path(&m.base, d));
         if let Some(d) = &dir {
             if !d.is_dir() {
@@ -214,7 +253,10 @@ impl CaseEntry {
             (Some(d), _, _, _) => {
                 let p = resolve_path(&m.base, d);
                 if !p.join("manifest.toml").is_file() {
-                    return Err(at(format!("dump {} is not a trace dump directory (no manifest.toml)", p.display())));
+                    return Err(at(format!(
+                        "dump {} is not a trace dump directory (no manifest.toml)",
+                        p.display()
+                    )));
                 }
                 Source::Dump(p)
             }
@@ -222,21 +264,45 @@ impl CaseEntry {
                 if t.is_empty() {
                     return Err(at("`test` is an empty command".to_owned()));
                 }
-                let src_dir = if s.is_dir() { s.clone() } else { s.parent().map(Path::to_path_buf).unwrap_or_else(|| d.clone()) };
-                Source::Trace { dir: d.clone(), src_dir, test: t.clone(), timeout: self.timeout }
+                let src_dir = if s.is_dir() {
+                    s.clone()
+                } else {
+                    s.parent()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_else(|| d.clone())
+                };
+                Source::Trace {
+                    dir: d.clone(),
+                    src_dir,
+                    test: t.clone(),
+                    timeout: self.timeout,
+                }
             }
-            _ => return Err(at("needs `dir`, `src` and `test` (to trace), or `dump`".to_owned())),
+            _ => {
+                return Err(at(
+                    "needs `dir`, `src` and `test` (to trace), or `dump`".to_owned()
+                ))
+            }
         };
-        let only_file = src.as_ref().filter(|s| s.is_file()).and_then(|s| s.file_name()).map(|n| n.to_string_lossy().into_owned());
+        let only_file = src
+            .as_ref()
+            .filter(|s| s.is_file())
+            .and_then(|s| s.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
         let mut fault = Vec::new();
         for (entry, line) in &self.faulty {
-            let at = |msg: String| format!("{}:{line}: case {:?}: {msg}", m.path.display(), self.name);
+            let at =
+                |msg: String| format!("{}:{line}: case {:?}: {msg}", m.path.display(), self.name);
             let f = FaultyLines::parse(entry).map_err(at)?;
             // The source file that holds the faulty lines.
             let file = match (&src, &source) {
                 (Some(s), _) if s.is_file() => {
                     if !super::score::path_suffix_eq(&s.to_string_lossy(), &f.file) {
-                        return Err(at(format!("faulty file {:?} is not the src file {}", f.file, s.display())));
+                        return Err(at(format!(
+                            "faulty file {:?} is not the src file {}",
+                            f.file,
+                            s.display()
+                        )));
                     }
                     s.clone()
                 }
@@ -247,18 +313,33 @@ impl CaseEntry {
                     }
                     p
                 }
-                (None, Source::Dump(d)) => find_suffix(&d.join("source"), &f.file).ok_or_else(|| {
-                    at(format!("faulty file {:?} is not in {} (the dump's copies of the sources)", f.file, d.join("source").display()))
-                })?,
+                (None, Source::Dump(d)) => {
+                    find_suffix(&d.join("source"), &f.file).ok_or_else(|| {
+                        at(format!(
+                            "faulty file {:?} is not in {} (the dump's copies of the sources)",
+                            f.file,
+                            d.join("source").display()
+                        ))
+                    })?
+                }
                 (None, Source::Trace { .. }) => unreachable!("tracing needs src"),
             };
             let n = count_lines(&file).map_err(at)?;
             if let Some(&bad) = f.lines.iter().find(|&&l| l as usize > n) {
-                return Err(at(format!("faulty line {bad} is past the end of {} ({n} lines)", file.display())));
+                return Err(at(format!(
+                    "faulty line {bad} is past the end of {} ({n} lines)",
+                    file.display()
+                )));
             }
             fault.push(f);
         }
-        Ok(Case { name: self.name.clone(), kind: self.kind.clone(), source, fault, only_file })
+        Ok(Case {
+            name: self.name.clone(),
+            kind: self.kind.clone(),
+            source,
+            fault,
+            only_file,
+        })
     }
 }
 
@@ -269,24 +350,41 @@ mod tests {
     #[test]
     fn parse_errors_have_file_and_line() {
         let p = Path::new("m.toml");
-        let e = EvalManifest::parse("[[case]]\nname = \"a\"\nfaulty = [\"x:1\"]\nbogus = 1\n", p).unwrap_err();
+        let e = EvalManifest::parse("[[case]]\nname = \"a\"\nfaulty = [\"x:1\"]\nbogus = 1\n", p)
+            .unwrap_err();
         assert!(e.starts_with("m.toml:4: ") && e.contains("bogus"), "{e}");
         let e = EvalManifest::parse("[[case]]\nname = \"a\"\n", p).unwrap_err();
         assert!(e.starts_with("m.toml:") && e.contains("faulty"), "{e}");
         let e = EvalManifest::parse("[[case]]\nname = \"a\"\nfaulty = [\"x:1\"]\n[[case]]\nname = \"a\"\nfaulty = [\"x:1\"]\n", p)
             .unwrap_err();
-        assert!(e.starts_with("m.toml:5: duplicate case name \"a\" (first on line 2)"), "{e}");
-        let e = EvalManifest::parse("[[case]]\nname = \"../x\"\nfaulty = [\"x:1\"]\n", p).unwrap_err();
-        assert!(e.starts_with("m.toml:2: ") && e.contains("file name"), "{e}");
+        assert!(
+            e.starts_with("m.toml:5: duplicate case name \"a\" (first on line 2)"),
+            "{e}"
+        );
+        let e =
+            EvalManifest::parse("[[case]]\nname = \"../x\"\nfaulty = [\"x:1\"]\n", p).unwrap_err();
+        assert!(
+            e.starts_with("m.toml:2: ") && e.contains("file name"),
+            "{e}"
+        );
         let e = EvalManifest::parse("[[case]\n", p).unwrap_err();
         assert!(e.starts_with("m.toml:1: "), "{e}");
-        assert!(EvalManifest::parse("", p).unwrap_err().contains("no [[case]]"));
+        assert!(EvalManifest::parse("", p)
+            .unwrap_err()
+            .contains("no [[case]]"));
     }
 
     #[test]
     fn faulty_entries_keep_their_lines() {
-        let m = EvalManifest::parse("[[case]]\nname = \"a\"\nfaulty = [\n  \"x.py:1\",\n  \"y.py:2,3\",\n]\n", Path::new("m.toml")).unwrap();
-        assert_eq!(m.cases[0].faulty, vec![("x.py:1".to_owned(), 4), ("y.py:2,3".to_owned(), 5)]);
+        let m = EvalManifest::parse(
+            "[[case]]\nname = \"a\"\nfaulty = [\n  \"x.py:1\",\n  \"y.py:2,3\",\n]\n",
+            Path::new("m.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            m.cases[0].faulty,
+            vec![("x.py:1".to_owned(), 4), ("y.py:2,3".to_owned(), 5)]
+        );
         assert_eq!(m.cases[0].line, 2);
         assert_eq!(m.base, PathBuf::from("."));
     }

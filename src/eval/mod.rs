@@ -71,14 +71,24 @@ pub fn baseline_report(
     g: crate::localize::ranking::Granularity,
 ) -> Result<Report, Error> {
     let start = Instant::now();
-    let ranking = harness::baseline_ranking(dump, t, g).map_err(|e| Error::Other(format!("{}: {t}: {e}", dump.dir.display())))?;
-    let failing = dump.traces.iter().filter(|tr| dump.failure_step(tr).is_some()).count();
+    let ranking = harness::baseline_ranking(dump, t, g)
+        .map_err(|e| Error::Other(format!("{}: {t}: {e}", dump.dir.display())))?;
+    let failing = dump
+        .traces
+        .iter()
+        .filter(|tr| dump.failure_step(tr).is_some())
+        .count();
     Ok(Report {
         mode: Mode::Both,
         granularity: g,
         ranking,
         // no inference: nothing to converge
-        convergence: ConvergenceReport { iterations: 0, max_change: 0.0, converged: true, runs: Vec::new() },
+        convergence: ConvergenceReport {
+            iterations: 0,
+            max_change: 0.0,
+            converged: true,
+            runs: Vec::new(),
+        },
         experiments: Vec::new(),
         stats: Stats {
             failing_traces: failing,
@@ -102,14 +112,25 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
     let m = EvalManifest::read(&a.manifest).map_err(Error::Other)?;
     if let Some(t) = a.cfx_timeout {
         if !(t.is_finite() && t > 0.0) {
-            return Err(Error::Other(format!("--cfx-timeout must be a positive number of seconds, found {t}")));
+            return Err(Error::Other(format!(
+                "--cfx-timeout must be a positive number of seconds, found {t}"
+            )));
         }
     }
     if !(a.test_timeout.is_finite() && a.test_timeout > 0.0) {
-        return Err(Error::Other(format!("--test-timeout must be a positive number of seconds, found {}", a.test_timeout)));
+        return Err(Error::Other(format!(
+            "--test-timeout must be a positive number of seconds, found {}",
+            a.test_timeout
+        )));
     }
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())).max(1);
-    std::fs::create_dir_all(&a.out).map_err(|e| Error::Io { path: a.out.display().to_string(), source: e })?;
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    std::fs::create_dir_all(&a.out).map_err(|e| Error::Io {
+        path: a.out.display().to_string(),
+        source: e,
+    })?;
     let rules = crate::pipeline::Rules::load(None)?;
     let settings = Settings {
         rules: &rules,
@@ -121,11 +142,15 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         test_timeout: Duration::from_secs_f64(a.test_timeout),
     };
     let bar = crate::progress::bar(m.cases.len() as u64, "eval");
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().map_err(|e| Error::Other(e.to_string()))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| Error::Other(e.to_string()))?;
     let results: Vec<CaseResult> = pool.install(|| {
         use rayon::prelude::*;
         m.cases
             .par_iter()
+            .with_max_len(1) // one case per job: cases differ in cost by orders of magnitude
             .map(|entry| {
                 let r = match entry.resolve(&m) {
                     Ok(case) => run_case(&case, &settings),
@@ -137,10 +162,16 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
             .collect()
     });
     bar.finish_and_clear();
-    let name = a.manifest.file_name().map_or_else(|| a.manifest.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = a.manifest.file_name().map_or_else(
+        || a.manifest.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let write = |file: &str, text: String| -> Result<(), Error> {
         let p = a.out.join(file);
-        std::fs::write(&p, text).map_err(|e| Error::Io { path: p.display().to_string(), source: e })
+        std::fs::write(&p, text).map_err(|e| Error::Io {
+            path: p.display().to_string(),
+            source: e,
+        })
     };
     write("summary.md", output::summary_md(&name, &results))?;
     write("cases.csv", output::cases_csv(&results))?;
@@ -151,6 +182,15 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
     if !errs.is_empty() {
         writeln!(out, "errors:\n{errs}").map_err(Error::Output)?;
     }
-    writeln!(out, "wrote {}/summary.md, cases.csv, topk.svg", a.out.display()).map_err(Error::Output)?;
-    Ok(if results.iter().any(CaseResult::failed_case) { 1 } else { 0 })
+    writeln!(
+        out,
+        "wrote {}/summary.md, cases.csv, topk.svg",
+        a.out.display()
+    )
+    .map_err(Error::Output)?;
+    Ok(if results.iter().any(CaseResult::failed_case) {
+        1
+    } else {
+        0
+    })
 }

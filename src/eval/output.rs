@@ -24,6 +24,7 @@ pub struct TechSummary {
     pub hits_avg: Vec<f64>,
     /// EXAM per case (1 for a run that failed or ranked nothing).
     pub exam: Vec<f64>,
+    /// Times of the runs without error.
     pub seconds: Vec<f64>,
     pub not_found: usize,
     pub errors: usize,
@@ -45,16 +46,33 @@ pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
         .into_iter()
         .map(|tech| {
             let runs: Vec<&Run> = ok.iter().filter_map(|c| run_of(c, tech)).collect();
-            let hit = |k: usize| runs.iter().filter(|r| r.located.as_ref().is_some_and(|l| l.hit(k))).count();
-            let hit_avg = |k: usize| runs.iter().filter_map(|r| r.located.as_ref()).map(|l| l.hit_expected(k)).sum();
+            let hit = |k: usize| {
+                runs.iter()
+                    .filter(|r| r.located.as_ref().is_some_and(|l| l.hit(k)))
+                    .count()
+            };
+            let hit_avg = |k: usize| {
+                runs.iter()
+                    .filter_map(|r| r.located.as_ref())
+                    .map(|l| l.hit_expected(k))
+                    .sum()
+            };
             TechSummary {
                 tech,
                 cases: ok.len(),
                 hits: TOP_K.iter().map(|&k| hit(k)).collect(),
                 hits_avg: TOP_K_AVG.iter().map(|&k| hit_avg(k)).collect(),
                 exam: runs.iter().map(|r| run_exam(r)).collect(),
-                seconds: runs.iter().map(|r| r.seconds).collect(),
-                not_found: runs.iter().filter(|r| r.located.as_ref().is_some_and(|l| !l.found())).count(),
+                // time of the runs that produced a ranking (a failure is often instantaneous)
+                seconds: runs
+                    .iter()
+                    .filter(|r| r.error.is_none())
+                    .map(|r| r.seconds)
+                    .collect(),
+                not_found: runs
+                    .iter()
+                    .filter(|r| r.located.as_ref().is_some_and(|l| !l.found()))
+                    .count(),
                 errors: runs.iter().filter(|r| r.error.is_some()).count(),
             }
         })
@@ -118,14 +136,24 @@ pub fn error_list(results: &[CaseResult]) -> String {
             let _ = writeln!(s, "- `{}`: {}", c.name, one_line(e));
         }
         for r in c.runs.iter().filter(|r| r.error.is_some()) {
-            let _ = writeln!(s, "- `{}` / {}: {}", c.name, r.tech.id(), one_line(r.error.as_deref().unwrap_or("")));
+            let _ = writeln!(
+                s,
+                "- `{}` / {}: {}",
+                c.name,
+                r.tech.id(),
+                one_line(r.error.as_deref().unwrap_or(""))
+            );
         }
     }
     s
 }
 
 fn one_line(s: &str) -> String {
-    s.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
+    s.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// `summary.md`.
@@ -146,7 +174,9 @@ pub fn summary_md(manifest_name: &str, results: &[CaseResult]) -> String {
     );
     s.push_str(&technique_table(&sums));
     // per-case positions
-    s.push_str("\n## Position of the faulty line per case (pessimistic / lines ranked)\n\n| case |");
+    s.push_str(
+        "\n## Position of the faulty line per case (pessimistic / lines ranked)\n\n| case |",
+    );
     for t in Tech::all() {
         let _ = write!(s, " {} |", t.label());
     }
@@ -185,7 +215,9 @@ fn csv_field(s: &str) -> String {
 
 /// `cases.csv`: one row per case × technique.
 pub fn cases_csv(results: &[CaseResult]) -> String {
-    let mut s = String::from("case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error\n");
+    let mut s = String::from(
+        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error\n",
+    );
     for c in results {
         for t in Tech::all() {
             let name = csv_field(&c.name);
@@ -234,14 +266,17 @@ fn fmt_pos(x: f64) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Colours and dash patterns per technique (PROSECUTOR thick, ablations dashed).
 fn style(i: usize, t: Tech) -> (&'static str, &'static str, f64) {
     const COLORS: [&str; 13] = [
-        "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#1f77b4", "#2ca02c", "#17becf", "#bcbd22", "#7f7f7f",
-        "#393b79", "#637939", "#000000",
+        "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#1f77b4", "#2ca02c", "#17becf",
+        "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#000000",
     ];
     let color = COLORS[i % COLORS.len()];
     match t {
@@ -254,13 +289,25 @@ fn style(i: usize, t: Tech) -> (&'static str, &'static str, f64) {
 /// `topk.svg`: number of faults within the top k (pessimistic) against k, one line per technique.
 pub fn topk_svg(results: &[CaseResult]) -> String {
     let ok: Vec<&CaseResult> = results.iter().filter(|c| c.error.is_none()).collect();
-    let max_len = ok.iter().flat_map(|c| c.runs.iter()).filter_map(|r| r.located.as_ref()).map(|l| l.n_lines).max().unwrap_or(1);
+    let max_len = ok
+        .iter()
+        .flat_map(|c| c.runs.iter())
+        .filter_map(|r| r.located.as_ref())
+        .map(|l| l.n_lines)
+        .max()
+        .unwrap_or(1);
     let kmax = max_len.clamp(1, 20);
     let n = ok.len().max(1);
     let (w, h) = (760.0, 460.0);
     let (left, right, top, bottom) = (60.0, 200.0, 40.0, 50.0);
     let (pw, ph) = (w - left - right, h - top - bottom);
-    let x = |k: usize| if kmax == 1 { left + pw / 2.0 } else { left + pw * (k - 1) as f64 / (kmax - 1) as f64 };
+    let x = |k: usize| {
+        if kmax == 1 {
+            left + pw / 2.0
+        } else {
+            left + pw * (k - 1) as f64 / (kmax - 1) as f64
+        }
+    };
     let y = |v: usize| top + ph - ph * v as f64 / n as f64;
     let mut s = String::new();
     let _ = writeln!(
@@ -275,19 +322,44 @@ pub fn topk_svg(results: &[CaseResult]) -> String {
         ok.len()
     );
     // grid, ticks and labels
-    let ystep = [1usize, 2, 5, 10, 20, 50, 100, 200, 500, 1000].into_iter().find(|st| n / st <= 10).unwrap_or(n.max(1));
+    let ystep = [1usize, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+        .into_iter()
+        .find(|st| n / st <= 10)
+        .unwrap_or(n.max(1));
     let mut v = 0;
     while v <= n {
         let yy = y(v);
-        let _ = writeln!(s, r##"<line x1="{left}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e0e0e0"/>"##, left + pw);
-        let _ = writeln!(s, r#"<line x1="{:.1}" y1="{yy:.1}" x2="{left}" y2="{yy:.1}" stroke="black"/>"#, left - 5.0);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{v}</text>"#, left - 8.0, yy + 4.0);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e0e0e0"/>"##,
+            left + pw
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{:.1}" y1="{yy:.1}" x2="{left}" y2="{yy:.1}" stroke="black"/>"#,
+            left - 5.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{v}</text>"#,
+            left - 8.0,
+            yy + 4.0
+        );
         v += ystep;
     }
     for k in 1..=kmax {
         let xx = x(k);
-        let _ = writeln!(s, r#"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="black"/>"#, top + ph, top + ph + 5.0);
-        let _ = writeln!(s, r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">{k}</text>"#, top + ph + 18.0);
+        let _ = writeln!(
+            s,
+            r#"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="black"/>"#,
+            top + ph,
+            top + ph + 5.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">{k}</text>"#,
+            top + ph + 18.0
+        );
     }
     let _ = writeln!(
         s,
@@ -297,7 +369,12 @@ pub fn topk_svg(results: &[CaseResult]) -> String {
         left + pw,
         top + ph
     );
-    let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">k</text>"#, left + pw / 2.0, h - 12.0);
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">k</text>"#,
+        left + pw / 2.0,
+        h - 12.0
+    );
     let _ = writeln!(
         s,
         r#"<text x="16" y="{:.1}" text-anchor="middle" transform="rotate(-90 16 {:.1})">faults in top k</text>"#,
@@ -308,12 +385,23 @@ pub fn topk_svg(results: &[CaseResult]) -> String {
     for (i, t) in Tech::all().into_iter().enumerate() {
         let pts: Vec<String> = (1..=kmax)
             .map(|k| {
-                let c = ok.iter().filter(|c| run_of(c, t).and_then(|r| r.located.as_ref()).is_some_and(|l| l.hit(k))).count();
+                let c = ok
+                    .iter()
+                    .filter(|c| {
+                        run_of(c, t)
+                            .and_then(|r| r.located.as_ref())
+                            .is_some_and(|l| l.hit(k))
+                    })
+                    .count();
                 format!("{:.1},{:.1}", x(k), y(c))
             })
             .collect();
         let (color, dash, width) = style(i, t);
-        let dash_attr = if dash.is_empty() { String::new() } else { format!(r#" stroke-dasharray="{dash}""#) };
+        let dash_attr = if dash.is_empty() {
+            String::new()
+        } else {
+            format!(r#" stroke-dasharray="{dash}""#)
+        };
         let _ = writeln!(
             s,
             r#"<polyline fill="none" stroke="{color}" stroke-width="{width}"{dash_attr} points="{}"><title>{}</title></polyline>"#,

@@ -40,12 +40,19 @@ impl FaultyLines {
             let l = l.trim();
             match l.parse::<u32>() {
                 Ok(n) if n > 0 => out.push(n),
-                _ => return Err(format!("faulty entry {s:?}: {l:?} is not a line number (positive integer)")),
+                _ => {
+                    return Err(format!(
+                        "faulty entry {s:?}: {l:?} is not a line number (positive integer)"
+                    ))
+                }
             }
         }
         out.sort_unstable();
         out.dedup();
-        Ok(FaultyLines { file: file.to_owned(), lines: out })
+        Ok(FaultyLines {
+            file: file.to_owned(),
+            lines: out,
+        })
     }
 
     /// Whether a ranked entry's file (as the front-end wrote it) is this fault's file: equal,
@@ -58,7 +65,11 @@ impl FaultyLines {
 /// `a` and `b` name the same file if one is a path suffix of the other (whole components).
 pub fn path_suffix_eq(a: &str, b: &str) -> bool {
     let norm = |s: &str| -> Vec<String> {
-        s.replace('\\', "/").split('/').filter(|c| !c.is_empty() && *c != ".").map(str::to_owned).collect()
+        s.replace('\\', "/")
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .map(str::to_owned)
+            .collect()
     };
     let (a, b) = (norm(a), norm(b));
     if a.is_empty() || b.is_empty() {
@@ -92,7 +103,8 @@ impl Located {
 
     /// Expected position under random tie-breaking (`n_lines + 1` when not found).
     pub fn average(&self) -> f64 {
-        self.position.map_or(self.n_lines as f64 + 1.0, |p| p.average)
+        self.position
+            .map_or(self.n_lines as f64 + 1.0, |p| p.average)
     }
 
     /// Pessimistic position / number of ranked lines (`None` for an empty ranking).
@@ -110,23 +122,39 @@ impl Located {
         if self.position.is_none() {
             return 0.0;
         }
-        self.ranking.top_k(&self.faulty, k).map_or(0.0, |t| t.expected)
+        self.ranking
+            .top_k(&self.faulty, k)
+            .map_or(0.0, |t| t.expected)
     }
 }
 
 /// Locates a fault (all its lines, possibly in several files) in a line ranking.
 pub fn locate(ranking: &[Ranked], fault: &[FaultyLines]) -> Located {
-    let scores: Vec<(u32, f64)> = ranking.iter().enumerate().map(|(i, r)| (i as u32, -(r.rank as f64))).collect();
+    let scores: Vec<(u32, f64)> = ranking
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i as u32, -(r.rank as f64)))
+        .collect();
     let faulty: Vec<u32> = ranking
         .iter()
         .enumerate()
-        .filter(|(_, r)| fault.iter().any(|f| f.lines.contains(&r.line) && f.file_matches(&r.file)))
+        .filter(|(_, r)| {
+            fault
+                .iter()
+                .any(|f| f.lines.contains(&r.line) && f.file_matches(&r.file))
+        })
         .map(|(i, _)| i as u32)
         .collect();
     // ids are distinct and scores finite: `Ranking::new` cannot fail.
-    let r = Ranking::new(scores).unwrap_or_else(|_| Ranking::new(Vec::new()).expect("empty ranking"));
+    let r =
+        Ranking::new(scores).unwrap_or_else(|_| Ranking::new(Vec::new()).expect("empty ranking"));
     let position = r.position(&faulty);
-    Located { n_lines: ranking.len(), position, ranking: r, faulty }
+    Located {
+        n_lines: ranking.len(),
+        position,
+        ranking: r,
+        faulty,
+    }
 }
 
 /// Keeps the entries `keep` accepts and renumbers the ranks (ties stay ties).
@@ -170,10 +198,23 @@ mod tests {
 
     #[test]
     fn parse_faulty_entries() {
-        assert_eq!(FaultyLines::parse("a.py:9").unwrap(), FaultyLines { file: "a.py".into(), lines: vec![9] });
-        assert_eq!(FaultyLines::parse("pkg/a.py:12, 9,12").unwrap().lines, vec![9, 12]);
-        assert!(FaultyLines::parse("a.py").unwrap_err().contains("FILE:LINE"));
-        assert!(FaultyLines::parse("a.py:0").unwrap_err().contains("\"0\" is not a line number"));
+        assert_eq!(
+            FaultyLines::parse("a.py:9").unwrap(),
+            FaultyLines {
+                file: "a.py".into(),
+                lines: vec![9]
+            }
+        );
+        assert_eq!(
+            FaultyLines::parse("pkg/a.py:12, 9,12").unwrap().lines,
+            vec![9, 12]
+        );
+        assert!(FaultyLines::parse("a.py")
+            .unwrap_err()
+            .contains("FILE:LINE"));
+        assert!(FaultyLines::parse("a.py:0")
+            .unwrap_err()
+            .contains("\"0\" is not a line number"));
         assert!(FaultyLines::parse("a.py:x").is_err());
         assert!(FaultyLines::parse(":3").is_err());
     }
@@ -204,7 +245,14 @@ mod tests {
     #[test]
     fn ties_pessimistic_and_average() {
         // one line before, then a tie of 4 holding the faulty line, then one more.
-        let r = ranking(&[("a", 1, 1), ("a", 2, 2), ("a", 9, 2), ("a", 3, 2), ("a", 4, 2), ("a", 5, 6)]);
+        let r = ranking(&[
+            ("a", 1, 1),
+            ("a", 2, 2),
+            ("a", 9, 2),
+            ("a", 3, 2),
+            ("a", 4, 2),
+            ("a", 5, 6),
+        ]);
         let l = locate(&r, &fault("a:9"));
         assert_eq!(l.pessimistic(), 5.0);
         assert_eq!(l.average(), 1.0 + 5.0 / 2.0); // s + (g+1)/(k+1) = 1 + 5/2
@@ -230,7 +278,10 @@ mod tests {
         assert!((l.hit_expected(2) - 2.0 / 3.0).abs() < 1e-12);
         // lines of a fault in two files
         let r = ranking(&[("a", 1, 1), ("b", 4, 2)]);
-        let two = vec![FaultyLines::parse("a:9").unwrap(), FaultyLines::parse("b:4").unwrap()];
+        let two = vec![
+            FaultyLines::parse("a:9").unwrap(),
+            FaultyLines::parse("b:4").unwrap(),
+        ];
         assert_eq!(locate(&r, &two).pessimistic(), 2.0);
     }
 
@@ -244,12 +295,22 @@ mod tests {
         assert!(!l.hit(20));
         assert_eq!(l.hit_expected(20), 0.0);
         let empty = locate(&[], &fault("a:9"));
-        assert_eq!((empty.n_lines, empty.exam(), empty.pessimistic()), (0, None, 1.0));
+        assert_eq!(
+            (empty.n_lines, empty.exam(), empty.pessimistic()),
+            (0, None, 1.0)
+        );
     }
 
     #[test]
     fn filtering_keeps_ties() {
-        let r = ranking(&[("a", 1, 1), ("b", 2, 1), ("a", 3, 1), ("b", 4, 4), ("a", 5, 5), ("a", 6, 5)]);
+        let r = ranking(&[
+            ("a", 1, 1),
+            ("b", 2, 1),
+            ("a", 3, 1),
+            ("b", 4, 4),
+            ("a", 5, 5),
+            ("a", 6, 5),
+        ]);
         let f = filter_ranking(r, |e| e.file == "a");
         let got: Vec<(u32, usize)> = f.iter().map(|e| (e.line, e.rank)).collect();
         assert_eq!(got, vec![(1, 1), (3, 1), (5, 3), (6, 3)]);

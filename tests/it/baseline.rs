@@ -5,8 +5,25 @@ use std::collections::BTreeMap;
 
 use crate::common::*;
 
-const TECHNIQUES: [&str; 8] = ["ochiai", "tarantula", "dstar", "op2", "jaccard", "barinel", "naish1", "cp"];
-const SBFL: [&str; 7] = ["ochiai", "tarantula", "dstar", "op2", "jaccard", "barinel", "naish1"];
+const TECHNIQUES: [&str; 8] = [
+    "ochiai",
+    "tarantula",
+    "dstar",
+    "op2",
+    "jaccard",
+    "barinel",
+    "naish1",
+    "cp",
+];
+const SBFL: [&str; 7] = [
+    "ochiai",
+    "tarantula",
+    "dstar",
+    "op2",
+    "jaccard",
+    "barinel",
+    "naish1",
+];
 
 fn baseline(fixture: &str, technique: &str, extra: &[&str]) -> (i32, String, String) {
     let d = root().join("fixtures/dumps").join(fixture);
@@ -15,7 +32,11 @@ fn baseline(fixture: &str, technique: &str, extra: &[&str]) -> (i32, String, Str
     let out = run(&args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!stderr.contains("panicked"), "{stderr}");
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), stderr)
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        stderr,
+    )
 }
 
 /// line → rank from `--format csv` output.
@@ -83,31 +104,62 @@ fn leftpad_fig3_failing_only_line_is_first() {
 /// Same output shapes as `localize`: table, JSON, method granularity, --top.
 #[test]
 fn output_formats_and_granularity() {
-    let (code, out, _) = baseline("interproc", "ochiai", &["--format", "json", "--granularity", "method"]);
+    let (code, out, _) = baseline(
+        "interproc",
+        "ochiai",
+        &["--format", "json", "--granularity", "method"],
+    );
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let methods: Vec<&str> = v["ranking"].as_array().unwrap().iter().map(|e| e["method"].as_str().unwrap()).collect();
+    let methods: Vec<&str> = v["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["method"].as_str().unwrap())
+        .collect();
     let mut sorted = methods.clone();
     sorted.sort();
-    assert_eq!(sorted, vec!["Account.deposit", "Bank.clamp", "Bank.fill", "Bank.process"]);
+    assert_eq!(
+        sorted,
+        vec!["Account.deposit", "Bank.clamp", "Bank.fill", "Bank.process"]
+    );
     assert_eq!(v["granularity"], "method");
     // the bug (Bank.clamp, line 8) is executed by the failing test only
     assert_eq!(methods[0], "Bank.clamp");
     let (code, out, _) = baseline("leftpad_fig1", "tarantula", &["--top", "3"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("rank  location"), "{out}");
-    assert!(out.contains("StringUtils.java:24") && out.contains("... 11 more (use --top)"), "{out}");
-    let (code, out, _) = baseline("try_catch", "op2", &["--format", "csv", "--granularity", "statement"]);
+    assert!(
+        out.contains("StringUtils.java:24") && out.contains("... 11 more (use --top)"),
+        "{out}"
+    );
+    let (code, out, _) = baseline(
+        "try_catch",
+        "op2",
+        &["--format", "csv", "--granularity", "statement"],
+    );
     assert_eq!(code, 0);
     // parseOrDefault line 14 has one statement; the two branch statements of line 4 are separate
-    assert_eq!(out.lines().filter(|l| l.contains(",Parser.java,4,")).count(), 2, "{out}");
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains(",Parser.java,4,"))
+            .count(),
+        2,
+        "{out}"
+    );
 }
 
 #[test]
 fn dstar_infinite_score_prints_as_inf() {
     let (code, out, _) = baseline("leftpad_fig3", "dstar", &["--format", "csv"]);
     assert_eq!(code, 0);
-    assert!(out.lines().nth(1).unwrap().starts_with("1,StringUtils.java,22,inf,"), "{out}");
+    assert!(
+        out.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("1,StringUtils.java,22,inf,"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -115,7 +167,11 @@ fn unknown_technique_and_bad_dump_exit_2() {
     let (code, out, err) = baseline("leftpad_fig1", "ochiaii", &[]);
     assert_eq!(code, 2);
     assert!(out.is_empty());
-    assert!(err.contains("unknown technique \"ochiaii\"") && err.contains("ochiai, tarantula, dstar, op2, jaccard, barinel, naish1, cp"), "{err}");
+    assert!(
+        err.contains("unknown technique \"ochiaii\"")
+            && err.contains("ochiai, tarantula, dstar, op2, jaccard, barinel, naish1, cp"),
+        "{err}"
+    );
     let out = run(&["baseline", "/nonexistent/dump", "--technique", "cp"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));

@@ -15,18 +15,35 @@ const CASES: [(&str, &str); 5] = [
 ];
 
 fn case(name: &str, dump: &Path, faulty: &str) -> String {
-    format!("[[case]]\nname = \"{name}\"\ndump = \"{}\"\nfaulty = [\"{faulty}\"]\n\n", dump.display())
+    format!(
+        "[[case]]\nname = \"{name}\"\ndump = \"{}\"\nfaulty = [\"{faulty}\"]\n\n",
+        dump.display()
+    )
 }
 
 fn good_manifest() -> String {
-    CASES.iter().map(|(n, f)| case(n, &root().join("fixtures/dumps").join(n), f)).collect()
+    CASES
+        .iter()
+        .map(|(n, f)| case(n, &root().join("fixtures/dumps").join(n), f))
+        .collect()
 }
 
 fn eval(manifest: &Path, out: &Path) -> (i32, String, String) {
-    let o = run(&["eval", manifest.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", "2"]);
+    let o = run(&[
+        "eval",
+        manifest.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--jobs",
+        "2",
+    ]);
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(!stderr.contains("panicked"), "{stderr}");
-    (o.status.code().unwrap_or(-1), String::from_utf8(o.stdout).unwrap(), stderr)
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8(o.stdout).unwrap(),
+        stderr,
+    )
 }
 
 /// Replaces the last cell (median seconds) of the technique table rows: times vary.
@@ -56,12 +73,19 @@ pub(crate) fn redact_times(md: &str) -> String {
 pub(crate) fn csv_rows(out: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(out.join("cases.csv")).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next().unwrap(), "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error");
-    lines.map(|l| l.splitn(8, ',').map(str::to_owned).collect()).collect()
+    assert_eq!(
+        lines.next().unwrap(),
+        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error"
+    );
+    lines
+        .map(|l| l.splitn(8, ',').map(str::to_owned).collect())
+        .collect()
 }
 
 fn row<'a>(rows: &'a [Vec<String>], case: &str, tech: &str) -> &'a [String] {
-    rows.iter().find(|r| r[0] == case && r[1] == tech).unwrap_or_else(|| panic!("no row {case} {tech}"))
+    rows.iter()
+        .find(|r| r[0] == case && r[1] == tech)
+        .unwrap_or_else(|| panic!("no row {case} {tech}"))
 }
 
 #[test]
@@ -74,7 +98,10 @@ fn fixtures_summary() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     // stdout has the same technique table
-    let table: Vec<&str> = summary.lines().filter(|l| l.starts_with("| ") && l.contains(" | ") && !l.contains("/")).collect();
+    let table: Vec<&str> = summary
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains(" | ") && !l.contains("/"))
+        .collect();
     for l in &table[..3] {
         assert!(stdout.contains(l), "{l}\n{stdout}");
     }
@@ -88,7 +115,11 @@ fn fixtures_summary() {
     }
     // Fig. 1: SBFL ties line 9 with the 10 lines both tests execute: 3 before, so 4..13
     let o = row(&rows, "leftpad_fig1", "ochiai");
-    assert_eq!((o[2].as_str(), o[3].as_str(), o[5].as_str()), ("13", "8.5000", "14"), "{o:?}");
+    assert_eq!(
+        (o[2].as_str(), o[3].as_str(), o[5].as_str()),
+        ("13", "8.5000", "14"),
+        "{o:?}"
+    );
     assert_eq!(o[4], format!("{:.6}", 13.0 / 14.0));
     // PROSECUTOR separates it
     let p = row(&rows, "leftpad_fig1", "prosecutor");
@@ -98,7 +129,10 @@ fn fixtures_summary() {
     assert!(cp[2].is_empty() && cp[7].contains("singular"), "{cp:?}");
 
     let svg = std::fs::read_to_string(out.join("topk.svg")).unwrap();
-    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"") && svg.trim_end().ends_with("</svg>"));
+    assert!(
+        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
+            && svg.trim_end().ends_with("</svg>")
+    );
     assert_eq!(svg.matches("<polyline").count(), 13);
     assert!(svg.contains("<title>PROSECUTOR</title>") && svg.contains("<title>F∪P</title>"));
     // k axis runs to 16 (the longest ranking: interproc's 16 lines)
@@ -108,7 +142,11 @@ fn fixtures_summary() {
     let (code, _, _) = eval(&m, &out);
     assert_eq!(code, 0);
     let again = csv_rows(&out);
-    let strip = |rows: &[Vec<String>]| rows.iter().map(|r| [&r[..6], &r[7..]].concat()).collect::<Vec<_>>();
+    let strip = |rows: &[Vec<String>]| {
+        rows.iter()
+            .map(|r| [&r[..6], &r[7..]].concat())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(strip(&rows), strip(&again));
 }
 
@@ -119,7 +157,11 @@ fn bad_entries_are_reported_per_case() {
     let fig3 = root().join("fixtures/dumps/leftpad_fig3");
     let text = [
         case("good", &fig3, "StringUtils.java:22"),
-        case("missing_dump", &dir.path().join("no-such-dump"), "StringUtils.java:22"),
+        case(
+            "missing_dump",
+            &dir.path().join("no-such-dump"),
+            "StringUtils.java:22",
+        ),
         case("past_the_end", &fig3, "StringUtils.java:22,99"),
         case("no_such_file", &fig3, "Nope.java:3"),
         "[[case]]\nname = \"incomplete\"\ndir = \".\"\nfaulty = [\"a.py:1\"]\n".to_owned(),
@@ -132,25 +174,53 @@ fn bad_entries_are_reported_per_case() {
     let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
     let m_s = m.display().to_string();
     for (name, at, msg) in [
-        ("missing_dump", line_of("name = \"missing_dump\""), "is not a trace dump directory (no manifest.toml)".to_owned()),
-        ("past_the_end", line_of("StringUtils.java:22,99"), "faulty line 99 is past the end of".to_owned()),
-        ("no_such_file", line_of("Nope.java:3"), "faulty file \"Nope.java\" is not in".to_owned()),
-        ("incomplete", line_of("name = \"incomplete\""), "needs `dir`, `src` and `test` (to trace), or `dump`".to_owned()),
+        (
+            "missing_dump",
+            line_of("name = \"missing_dump\""),
+            "is not a trace dump directory (no manifest.toml)".to_owned(),
+        ),
+        (
+            "past_the_end",
+            line_of("StringUtils.java:22,99"),
+            "faulty line 99 is past the end of".to_owned(),
+        ),
+        (
+            "no_such_file",
+            line_of("Nope.java:3"),
+            "faulty file \"Nope.java\" is not in".to_owned(),
+        ),
+        (
+            "incomplete",
+            line_of("name = \"incomplete\""),
+            "needs `dir`, `src` and `test` (to trace), or `dump`".to_owned(),
+        ),
     ] {
         let expect = format!("- `{name}`: {m_s}:{at}: case \"{name}\": ");
-        let l = stdout.lines().find(|l| l.starts_with(&expect)).unwrap_or_else(|| panic!("{expect}\n{stdout}"));
+        let l = stdout
+            .lines()
+            .find(|l| l.starts_with(&expect))
+            .unwrap_or_else(|| panic!("{expect}\n{stdout}"));
         assert!(l.contains(&msg), "{l}");
     }
     assert!(stdout.contains("(37 lines)"), "{stdout}"); // StringUtils.java of leftpad_fig3
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(summary.contains("5 cases, 1 evaluated, 4 failed (excluded from the table)"), "{summary}");
+    assert!(
+        summary.contains("5 cases, 1 evaluated, 4 failed (excluded from the table)"),
+        "{summary}"
+    );
     let rows = csv_rows(&out);
     assert_eq!(rows.len(), 5 * 13);
     assert_eq!(row(&rows, "good", "prosecutor")[2], "1");
     let bad = row(&rows, "missing_dump", "ochiai");
-    assert!(bad[2].is_empty() && bad[7].contains("no-such-dump"), "{bad:?}");
+    assert!(
+        bad[2].is_empty() && bad[7].contains("no-such-dump"),
+        "{bad:?}"
+    );
     // the good case's top-1 counts, the failed ones are excluded
-    assert!(stdout.contains("| PROSECUTOR | 1 | 1 | 1 | 1 | 1 |"), "{stdout}");
+    assert!(
+        stdout.contains("| PROSECUTOR | 1 | 1 | 1 | 1 | 1 |"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -162,17 +232,27 @@ fn unparseable_manifest_exits_2_with_file_and_line() {
     assert_eq!(code, 2);
     assert!(stdout.is_empty());
     assert!(stderr.contains(&format!("{}:4: ", m.display())), "{stderr}");
-    std::fs::write(&m, "[[case]]\nname = \"a\"\nfaulty = [\"x:1\"]\nfaulty_lines = [1]\n").unwrap();
+    std::fs::write(
+        &m,
+        "[[case]]\nname = \"a\"\nfaulty = [\"x:1\"]\nfaulty_lines = [1]\n",
+    )
+    .unwrap();
     let (code, _, stderr) = eval(&m, &dir.path().join("out"));
     assert_eq!(code, 2);
-    assert!(stderr.contains(&format!("{}:4: ", m.display())) && stderr.contains("faulty_lines"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:4: ", m.display())) && stderr.contains("faulty_lines"),
+        "{stderr}"
+    );
     let (code, _, stderr) = eval(&dir.path().join("missing.toml"), &dir.path().join("out"));
     assert_eq!(code, 2);
     assert!(stderr.contains("missing.toml: cannot read"), "{stderr}");
 }
 
 pub(crate) fn have_pytest() -> bool {
-    std::process::Command::new("python3").args(["-c", "import pytest"]).output().is_ok_and(|o| o.status.success())
+    std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// A traced case: the dump lands in OUT/dumps/<name>; a second run reuses it (no re-trace).
@@ -194,17 +274,45 @@ fn traced_case_is_not_traced_again() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = run(&["eval", m.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-cfx"]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = run(&[
+        "eval",
+        m.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-cfx",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let stamp = out.join("dumps/lp3/manifest.toml");
     let before = std::fs::metadata(&stamp).unwrap().modified().unwrap();
     let first = std::fs::read_to_string(out.join("cases.csv")).unwrap();
-    let o = run(&["eval", m.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-cfx"]);
+    let o = run(&[
+        "eval",
+        m.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-cfx",
+    ]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(std::fs::metadata(&stamp).unwrap().modified().unwrap(), before, "the dump was rewritten");
+    assert_eq!(
+        std::fs::metadata(&stamp).unwrap().modified().unwrap(),
+        before,
+        "the dump was rewritten"
+    );
     let second = std::fs::read_to_string(out.join("cases.csv")).unwrap();
-    let positions = |t: &str| t.lines().map(|l| l.split(',').take(6).collect::<Vec<_>>().join(",")).collect::<Vec<_>>();
+    let positions = |t: &str| {
+        t.lines()
+            .map(|l| l.split(',').take(6).collect::<Vec<_>>().join(","))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(positions(&first), positions(&second));
     // the buggy line is executed by the failing test only: SBFL ranks it first
-    assert!(first.lines().any(|l| l.starts_with("lp3,ochiai,1,1,")), "{first}");
+    assert!(
+        first.lines().any(|l| l.starts_with("lp3,ochiai,1,1,")),
+        "{first}"
+    );
 }
