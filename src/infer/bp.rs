@@ -288,10 +288,10 @@ impl Engine<'_> {
             }
             if self.evidence[v].is_none() {
                 let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
-                if first {
-                    let _ = self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], buf);
+                let l = if first {
+                    self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], buf)
                 } else {
-                    let _ = self.var_out_dyn(
+                    self.var_out_dyn(
                         v,
                         st.pi_v[v],
                         st.const_lam[v],
@@ -299,11 +299,10 @@ impl Engine<'_> {
                         &mut st.pi_e,
                         0,
                         buf,
-                    );
-                }
-                for &x in &st.pi_e[lo..hi] {
-                    acc.check(x, v);
-                }
+                    )
+                };
+                // An output is NaN only if the full sum (belief) is NaN.
+                acc.check(st.pi_v[v] + l, v);
             }
         }
         for &v in order.iter().rev() {
@@ -425,10 +424,8 @@ impl Engine<'_> {
                         } else {
                             self.var_out_dyn(v, pi_v[v], const_lam[v], lam_e, pe, base, &mut pre)
                         };
-                        acc.check(l, v);
-                        for &x in &pe[lo..hi] {
-                            acc.check(x, v);
-                        }
+                        // An output is NaN only if the full sum (belief) is NaN.
+                        acc.check(pi_v[v] + l, v);
                         lv[v - a] = l;
                     }
                     acc
