@@ -464,19 +464,26 @@ fn split<'a>(
     out
 }
 
-/// Vertex chunk boundaries with roughly `target` units of work (vertices + edges) each.
-fn chunk_bounds(off: &[usize], target: usize) -> Vec<usize> {
-    let n = off.len() - 1;
+/// Vertex chunk boundaries (0 = b_0 < ... = n) with roughly `total / pieces` (at least
+/// `min_target`) units of work each, where `weight(v)` is the work of vertex v.
+fn chunk_bounds(
+    n: usize,
+    pieces: usize,
+    min_target: usize,
+    weight: impl Fn(usize) -> usize,
+) -> Vec<usize> {
+    let total: usize = (0..n).map(&weight).sum();
+    let target = (total / pieces.max(1)).max(min_target).max(1);
     let mut b = vec![0];
-    let mut start_w = 0usize;
+    let mut acc = 0usize;
     for v in 0..n {
-        let w = v + 1 + off[v + 1];
-        if w - start_w >= target {
+        acc += weight(v);
+        if acc >= target {
             b.push(v + 1);
-            start_w = w;
+            acc = 0;
         }
     }
-    if *b.last().unwrap() != n {
+    if b.last() != Some(&n) {
         b.push(n);
     }
     b
@@ -550,20 +557,39 @@ pub fn loopy_bp(
     if dag.is_empty() {
         return eng.beliefs(&mut st, conv);
     }
-    let target = 1 << 14;
-    let (fchunks, vchunks) = match opts.schedule {
-        Schedule::Parallel => (
-            chunk_bounds(dag.par_off(), target),
-            chunk_bounds(dag.ch_off(), target),
-        ),
-        Schedule::Sequential => (Vec::new(), Vec::new()),
-    };
+    let n_vertices = dag.len();
+    // Chunks for the first iteration (all vertices) and for later ones (balanced on the work
+    // that remains: active factors and dynamic children).
+    let pieces = 8 * rayon::current_num_threads();
+    let (mut fchunks, mut vchunks) = (Vec::new(), Vec::new());
+    let (mut fchunks_later, mut vchunks_later) = (Vec::new(), Vec::new());
+    if opts.schedule == Schedule::Parallel {
+        let (po, co) = (dag.par_off(), dag.ch_off());
+        fchunks = chunk_bounds(n_vertices, pieces, 4096, |v| 1 + po[v + 1] - po[v]);
+        vchunks = chunk_bounds(n_vertices, pieces, 4096, |v| 1 + co[v + 1] - co[v]);
+        let active = |v: usize| evidence[v].is_none() || !eng.lam_static[v];
+        fchunks_later = chunk_bounds(n_vertices, pieces, 1024, |v| {
+            if active(v) {
+                1 + po[v + 1] - po[v]
+            } else {
+                0
+            }
+        });
+        vchunks_later = chunk_bounds(n_vertices, pieces, 1024, |v| {
+            if evidence[v].is_none() {
+                1 + eng.dyn_off[v + 1] - eng.dyn_off[v]
+            } else {
+                0
+            }
+        });
+    }
     let (mut s, mut g, mut buf) = (Scratch::default(), Vec::new(), Vec::new());
     conv.converged = false;
     for it in 1..=opts.max_iter {
         let acc = match opts.schedule {
             Schedule::Sequential => eng.sweep(&mut st, &mut s, &mut g, &mut buf, it == 1),
-            Schedule::Parallel => eng.flood(&mut st, &fchunks, &vchunks, it == 1),
+            Schedule::Parallel if it == 1 => eng.flood(&mut st, &fchunks, &vchunks, true),
+            Schedule::Parallel => eng.flood(&mut st, &fchunks_later, &vchunks_later, false),
         };
         if let Some(v) = acc.contradiction {
             return Err(InferError::ImpossibleEvidence { vertex: Some(v) });
