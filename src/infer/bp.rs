@@ -173,6 +173,7 @@ impl Engine<'_> {
     /// Like [`Self::var_out`] after iteration 1: only the dynamic children, plus the constant
     /// sum of the static ones. `out` holds child positions `base..`.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn var_out_dyn(
         &self,
         v: usize,
@@ -625,6 +626,7 @@ impl Engine<'_> {
         }
     }
 
+    #[allow(clippy::needless_range_loop)]
     fn beliefs(&self, st: &mut State, convergence: Convergence) -> Result<Marginals, InferError> {
         let (dag, evidence) = (self.dag, self.evidence);
         // Refresh every π_{u→c} (after iteration 1 only those to dynamic factors were updated).
