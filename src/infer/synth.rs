@@ -63,7 +63,7 @@ impl SplitMix64 {
 /// A realistic EPG-shaped random DAG with `n` vertices and evidence (see the module docs).
 /// Deterministic in `(n, seed)`.
 pub fn synthetic_dag(n: usize, seed: u64) -> (Dag, Vec<Option<bool>>) {
-    let mut rng = SplitMix64::new(seed ^ 0x05EE_D0FE_9C0D_E5A1_u64);
+    let mut rng = SplitMix64::new(seed ^ 0x005E_ED0F_E9C0_u64);
     let n_stmt = (n / 25).max(1).min(n);
     let is_test_stmt = |s: usize| s.checked_rem(20) == Some(0);
     let mut evidence: Vec<Option<bool>> = vec![None; n];

@@ -739,9 +739,9 @@ fn print_convergence_study() {
             .unwrap_or(d)
     };
     let n = env("PROSECUTOR_BENCH_N", 1_000_000);
-    let (dag, ev) = synthetic_dag(n, 1);
-    for schedule in [Schedule::Sequential, Schedule::Parallel] {
-        for damping in [0.0, 0.5] {
+    for seed in 1..=env("PROSECUTOR_SEEDS", 4) as u64 {
+        let (dag, ev) = synthetic_dag(n, seed);
+        for (schedule, damping) in [(Schedule::Sequential, 0.5), (Schedule::Parallel, 0.0)] {
             let o = BpOptions {
                 schedule,
                 damping,
@@ -751,7 +751,7 @@ fn print_convergence_study() {
             let t = std::time::Instant::now();
             let m = loopy_bp(&dag, &Cpd::default(), &ev, &o).map(|m| m.convergence);
             println!(
-                "n={n} {schedule:?} damping={damping}: {:.2}s {m:?}",
+                "n={n} seed={seed} {schedule:?} damping={damping}: {:.2}s {m:?}",
                 t.elapsed().as_secs_f64()
             );
         }
