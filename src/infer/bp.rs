@@ -173,6 +173,7 @@ impl Engine<'_> {
     /// Like [`Self::var_out`] after iteration 1: only the dynamic children, plus the constant
     /// sum of the static ones. `out` holds child positions `base..`.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn var_out_dyn(
         &self,
         v: usize,
@@ -288,10 +289,10 @@ impl Engine<'_> {
             }
             if self.evidence[v].is_none() {
                 let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
-                if first {
-                    let _ = self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], buf);
+                let l = if first {
+                    self.var_out(v, st.pi_v[v], &st.lam_e, &mut st.pi_e[lo..hi], buf)
                 } else {
-                    let _ = self.var_out_dyn(
+                    self.var_out_dyn(
                         v,
                         st.pi_v[v],
                         st.const_lam[v],
@@ -299,11 +300,10 @@ impl Engine<'_> {
                         &mut st.pi_e,
                         0,
                         buf,
-                    );
-                }
-                for &x in &st.pi_e[lo..hi] {
-                    acc.check(x, v);
-                }
+                    )
+                };
+                // An output is NaN only if the full sum (belief) is NaN.
+                acc.check(st.pi_v[v] + l, v);
             }
         }
         for &v in order.iter().rev() {
@@ -425,10 +425,8 @@ impl Engine<'_> {
                         } else {
                             self.var_out_dyn(v, pi_v[v], const_lam[v], lam_e, pe, base, &mut pre)
                         };
-                        acc.check(l, v);
-                        for &x in &pe[lo..hi] {
-                            acc.check(x, v);
-                        }
+                        // An output is NaN only if the full sum (belief) is NaN.
+                        acc.check(pi_v[v] + l, v);
                         lv[v - a] = l;
                     }
                     acc
@@ -467,19 +465,26 @@ fn split<'a>(
     out
 }
 
-/// Vertex chunk boundaries with roughly `target` units of work (vertices + edges) each.
-fn chunk_bounds(off: &[usize], target: usize) -> Vec<usize> {
-    let n = off.len() - 1;
+/// Vertex chunk boundaries (0 = b_0 < ... = n) with roughly `total / pieces` (at least
+/// `min_target`) units of work each, where `weight(v)` is the work of vertex v.
+fn chunk_bounds(
+    n: usize,
+    pieces: usize,
+    min_target: usize,
+    weight: impl Fn(usize) -> usize,
+) -> Vec<usize> {
+    let total: usize = (0..n).map(&weight).sum();
+    let target = (total / pieces.max(1)).max(min_target).max(1);
     let mut b = vec![0];
-    let mut start_w = 0usize;
+    let mut acc = 0usize;
     for v in 0..n {
-        let w = v + 1 + off[v + 1];
-        if w - start_w >= target {
+        acc += weight(v);
+        if acc >= target {
             b.push(v + 1);
-            start_w = w;
+            acc = 0;
         }
     }
-    if *b.last().unwrap() != n {
+    if b.last() != Some(&n) {
         b.push(n);
     }
     b
@@ -553,20 +558,39 @@ pub fn loopy_bp(
     if dag.is_empty() {
         return eng.beliefs(&mut st, conv);
     }
-    let target = 1 << 14;
-    let (fchunks, vchunks) = match opts.schedule {
-        Schedule::Parallel => (
-            chunk_bounds(dag.par_off(), target),
-            chunk_bounds(dag.ch_off(), target),
-        ),
-        Schedule::Sequential => (Vec::new(), Vec::new()),
-    };
+    let n_vertices = dag.len();
+    // Chunks for the first iteration (all vertices) and for later ones (balanced on the work
+    // that remains: active factors and dynamic children).
+    let pieces = 8 * rayon::current_num_threads();
+    let (mut fchunks, mut vchunks) = (Vec::new(), Vec::new());
+    let (mut fchunks_later, mut vchunks_later) = (Vec::new(), Vec::new());
+    if opts.schedule == Schedule::Parallel {
+        let (po, co) = (dag.par_off(), dag.ch_off());
+        fchunks = chunk_bounds(n_vertices, pieces, 4096, |v| 1 + po[v + 1] - po[v]);
+        vchunks = chunk_bounds(n_vertices, pieces, 4096, |v| 1 + co[v + 1] - co[v]);
+        let active = |v: usize| evidence[v].is_none() || !eng.lam_static[v];
+        fchunks_later = chunk_bounds(n_vertices, pieces, 1024, |v| {
+            if active(v) {
+                1 + po[v + 1] - po[v]
+            } else {
+                0
+            }
+        });
+        vchunks_later = chunk_bounds(n_vertices, pieces, 1024, |v| {
+            if evidence[v].is_none() {
+                1 + eng.dyn_off[v + 1] - eng.dyn_off[v]
+            } else {
+                0
+            }
+        });
+    }
     let (mut s, mut g, mut buf) = (Scratch::default(), Vec::new(), Vec::new());
     conv.converged = false;
     for it in 1..=opts.max_iter {
         let acc = match opts.schedule {
             Schedule::Sequential => eng.sweep(&mut st, &mut s, &mut g, &mut buf, it == 1),
-            Schedule::Parallel => eng.flood(&mut st, &fchunks, &vchunks, it == 1),
+            Schedule::Parallel if it == 1 => eng.flood(&mut st, &fchunks, &vchunks, true),
+            Schedule::Parallel => eng.flood(&mut st, &fchunks_later, &vchunks_later, false),
         };
         if let Some(v) = acc.contradiction {
             return Err(InferError::ImpossibleEvidence { vertex: Some(v) });
@@ -602,6 +626,7 @@ impl Engine<'_> {
         }
     }
 
+    #[allow(clippy::needless_range_loop)]
     fn beliefs(&self, st: &mut State, convergence: Convergence) -> Result<Marginals, InferError> {
         let (dag, evidence) = (self.dag, self.evidence);
         // Refresh every π_{u→c} (after iteration 1 only those to dynamic factors were updated).

@@ -71,6 +71,7 @@ impl Enum<'_> {
 /// Exact marginals by enumeration, for small graphs: at most [`MAX_EXACT_UNOBSERVED`] unobserved
 /// vertices (and 2^unobserved·(n + edges) ≤ 1.5e10), otherwise [`InferError::TooLarge`].
 /// Evidence of probability zero gives [`InferError::ImpossibleEvidence`] with `vertex: None`.
+#[allow(clippy::needless_range_loop)]
 pub fn exact(dag: &Dag, cpd: &Cpd, evidence: &[Option<bool>]) -> Result<Marginals, InferError> {
     cpd.validate()?;
     check_evidence(dag, evidence)?;
@@ -92,7 +93,7 @@ pub fn exact(dag: &Dag, cpd: &Cpd, evidence: &[Option<bool>]) -> Result<Marginal
         acc0: vec![0.0; n],
     };
     let z = e.rec(0, 1.0);
-    if !(z > 0.0) {
+    if z.is_nan() || z <= 0.0 {
         return Err(InferError::ImpossibleEvidence { vertex: None });
     }
     let mut p_incorrect = Vec::with_capacity(n);

@@ -216,6 +216,7 @@ pub fn noisy_or_factor_messages(
 
 /// Reference implementation of [`noisy_or_factor_messages`] by enumerating the full `2^k` CPD
 /// table (k ≤ 24). Messages are computed in linear space from normalised incoming messages.
+#[allow(clippy::needless_range_loop)]
 pub fn noisy_or_factor_messages_brute_force(
     p: f64,
     prior: f64,

@@ -8,12 +8,17 @@
 //!   data-dependence parents, mostly recent ones (chains) and sometimes any earlier value of the
 //!   same trace; in-degree is mostly 2–6, and about 0.2 % of the values (aggregates, counterfactual
 //!   vertices) have a heavy tail of 20–300 parents;
-//! * evidence as in PROSECUTOR §3.3: ~75 % of the traces pass and all their values are observed
-//!   correct; in each failing trace the last 1–3 values are observed incorrect and the rest is
-//!   unobserved; one statement in 20 (test-procedure code) is observed correct, never the
+//! * evidence as in PROSECUTOR §3.3: a trace fails with probability 5 % (at most 8 failing
+//!   traces, at least 1); all values of passing traces are observed correct; in each failing
+//!   trace the last 1–3 values are observed incorrect and the rest is unobserved; one statement in 20 (test-procedure code) is observed correct, never the
 //!   statement of a failure point, so the evidence always has positive probability (for p > 0).
 
 use super::Dag;
+
+/// Probability that a trace (test) fails, and the most failing traces in one graph (a bug is
+/// typically revealed by a handful of failing tests; at least one trace always fails).
+const FAILING_TRACE_PROB: f64 = 0.05;
+const MAX_FAILING_TRACES: usize = 8;
 
 /// SplitMix64 pseudo-random generator (Steele, Lea, Flood 2014).
 #[derive(Debug, Clone)]
@@ -58,9 +63,9 @@ impl SplitMix64 {
 /// A realistic EPG-shaped random DAG with `n` vertices and evidence (see the module docs).
 /// Deterministic in `(n, seed)`.
 pub fn synthetic_dag(n: usize, seed: u64) -> (Dag, Vec<Option<bool>>) {
-    let mut rng = SplitMix64::new(seed ^ 0x5EED_0F_E9C0_u64);
+    let mut rng = SplitMix64::new(seed ^ 0x005E_ED0F_E9C0_u64);
     let n_stmt = (n / 25).max(1).min(n);
-    let is_test_stmt = |s: usize| s % 20 == 0;
+    let is_test_stmt = |s: usize| s.checked_rem(20) == Some(0);
     let mut evidence: Vec<Option<bool>> = vec![None; n];
     for (s, e) in evidence.iter_mut().enumerate().take(n_stmt) {
         if is_test_stmt(s) {
@@ -70,9 +75,11 @@ pub fn synthetic_dag(n: usize, seed: u64) -> (Dag, Vec<Option<bool>>) {
     let mut edges: Vec<(u32, u32)> = Vec::with_capacity(n * 4);
     let mut traces: Vec<(usize, usize, bool)> = Vec::new();
     let mut start = n_stmt;
+    let mut n_failing = 0usize;
     while start < n {
         let len = (200 + rng.below(3801)).min(n - start);
-        let failing = rng.chance(0.25);
+        let failing = n_failing < MAX_FAILING_TRACES && rng.chance(FAILING_TRACE_PROB);
+        n_failing += failing as usize;
         traces.push((start, start + len, failing));
         start += len;
     }

@@ -728,3 +728,32 @@ fn print_bp_timings() {
     let log = env("PROSECUTOR_BENCH_LOG", 0) == 1;
     println!("{}", bench_report(n, 2, runs, log));
 }
+
+#[test]
+#[ignore = "convergence study on large synthetic graphs; --release -- --ignored --nocapture"]
+fn print_convergence_study() {
+    let env = |k: &str, d: usize| {
+        std::env::var(k)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d)
+    };
+    let n = env("PROSECUTOR_BENCH_N", 1_000_000);
+    for seed in 1..=env("PROSECUTOR_SEEDS", 4) as u64 {
+        let (dag, ev) = synthetic_dag(n, seed);
+        for (schedule, damping) in [(Schedule::Sequential, 0.5), (Schedule::Parallel, 0.0)] {
+            let o = BpOptions {
+                schedule,
+                damping,
+                max_iter: env("PROSECUTOR_MAX_ITER", 300),
+                ..Default::default()
+            };
+            let t = std::time::Instant::now();
+            let m = loopy_bp(&dag, &Cpd::default(), &ev, &o).map(|m| m.convergence);
+            println!(
+                "n={n} seed={seed} {schedule:?} damping={damping}: {:.2}s {m:?}",
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
