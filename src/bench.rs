@@ -38,13 +38,32 @@ pub fn peak_rss_mib() -> Option<f64> {
 
 /// Derivation throughput: generate a synthetic dump of `steps` steps, then time load, forward
 /// pass and rules (interpreted and compiled).
-pub fn derive(steps: usize, runs: usize, seed: u64, rules: &Rules, compiled_too: bool) -> Result<String, Error> {
-    let dir = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+pub fn derive(
+    steps: usize,
+    runs: usize,
+    seed: u64,
+    rules: &Rules,
+    compiled_too: bool,
+) -> Result<String, Error> {
+    let dir =
+        tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
     let path = dir.path().join("dump");
-    let o = SynthOptions { steps, seed, ..SynthOptions::default() };
-    let total = write_dump(&path, &o).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let o = SynthOptions {
+        steps,
+        seed,
+        ..SynthOptions::default()
+    };
+    let total = write_dump(&path, &o).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
     let mut report = String::new();
-    writeln!(report, "synthetic dump: {total} steps in {} traces, {} methods (seed {seed})", o.traces, o.methods).unwrap();
+    writeln!(
+        report,
+        "synthetic dump: {total} steps in {} traces, {} methods (seed {seed})",
+        o.traces, o.methods
+    )
+    .unwrap();
     let mut t_load = Vec::new();
     let mut t_fwd = Vec::new();
     let mut t_rules = Vec::new();
@@ -67,8 +86,13 @@ pub fn derive(steps: usize, runs: usize, seed: u64, rules: &Rules, compiled_too:
             let (e2, c) = time(|| Epg::derive_compiled(&premises));
             let e2 = e2?;
             if e2.edges.len() != epg.edges.len() {
-                writeln!(report, "WARNING: compiled and interpreted rules disagree ({} vs {} edges)", e2.edges.len(), epg.edges.len())
-                    .unwrap();
+                writeln!(
+                    report,
+                    "WARNING: compiled and interpreted rules disagree ({} vs {} edges)",
+                    e2.edges.len(),
+                    epg.edges.len()
+                )
+                .unwrap();
             }
             t_crepe.push(c);
         }
@@ -77,12 +101,22 @@ pub fn derive(steps: usize, runs: usize, seed: u64, rules: &Rules, compiled_too:
     let (l, f, r) = (median(t_load), median(t_fwd), median(t_rules));
     let total_s = l + f + r;
     writeln!(report, "edges derived: {n_edges}").unwrap();
-    writeln!(report, "median of {runs} runs: load {l:.3} s, forward pass {f:.3} s, rules ({}) {r:.3} s", rules.describe()).unwrap();
+    writeln!(
+        report,
+        "median of {runs} runs: load {l:.3} s, forward pass {f:.3} s, rules ({}) {r:.3} s",
+        rules.describe()
+    )
+    .unwrap();
     writeln!(report, "end to end: {total_s:.3} s = {:.0} steps/s (paper's implementation: 70 steps/s; ratio {:.0}x)", total as f64 / total_s, total as f64 / total_s / 70.0)
         .unwrap();
     if compiled_too {
         let c = median(t_crepe);
-        writeln!(report, "compiled (crepe) rules: {c:.3} s; interpreted / compiled = {:.2}", r / c).unwrap();
+        writeln!(
+            report,
+            "compiled (crepe) rules: {c:.3} s; interpreted / compiled = {:.2}",
+            r / c
+        )
+        .unwrap();
     }
     if let Some(m) = peak_rss_mib() {
         writeln!(report, "peak RSS: {m:.0} MiB").unwrap();
@@ -90,7 +124,11 @@ pub fn derive(steps: usize, runs: usize, seed: u64, rules: &Rules, compiled_too:
     Ok(report)
 }
 
-pub fn derive_with(dump: &Dump, premises: &crate::forward::Premises, rules: &Rules) -> Result<Epg, Error> {
+pub fn derive_with(
+    dump: &Dump,
+    premises: &crate::forward::Premises,
+    rules: &Rules,
+) -> Result<Epg, Error> {
     crate::pipeline::derive_premises(dump, premises, rules)
 }
 
@@ -102,40 +140,79 @@ pub fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
 
 /// Writes a synthetic dump (for `prosecutor bench gen`).
 pub fn generate(out: &Path, steps: usize, seed: u64) -> Result<usize, Error> {
-    let o = SynthOptions { steps, seed, ..SynthOptions::default() };
-    write_dump(out, &o).map_err(|e| Error::Io { path: out.display().to_string(), source: e })
+    let o = SynthOptions {
+        steps,
+        seed,
+        ..SynthOptions::default()
+    };
+    write_dump(out, &o).map_err(|e| Error::Io {
+        path: out.display().to_string(),
+        source: e,
+    })
 }
 
 /// Compression throughput: Algorithm 1 over every trace of a loop-heavy synthetic dump.
 pub fn compress(steps: usize, runs: usize, seed: u64) -> Result<String, Error> {
-    let dir = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+    let dir =
+        tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
     let path = dir.path().join("dump");
-    let o = SynthOptions { steps, seed, max_iter: 40, ..SynthOptions::default() };
-    let total = write_dump(&path, &o).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let o = SynthOptions {
+        steps,
+        seed,
+        max_iter: 40,
+        ..SynthOptions::default()
+    };
+    let total = write_dump(&path, &o).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
     let dump = Dump::load(&path)?;
     let mut times = Vec::new();
     let mut kept = 0;
     for _ in 0..runs {
         let (k, t) = time(|| {
-            dump.traces.iter().map(|tr| crate::compress::compress(&dump, tr, tr.steps.len(), dump.failure_step(tr)).len()).sum::<usize>()
+            dump.traces
+                .iter()
+                .map(|tr| {
+                    crate::compress::compress(&dump, tr, tr.steps.len(), dump.failure_step(tr))
+                        .len()
+                })
+                .sum::<usize>()
         });
         kept = k;
         times.push(t);
     }
     let t = median(times);
     let mut report = String::new();
-    writeln!(report, "synthetic dump: {total} steps (loops of up to 40 iterations, seed {seed})").unwrap();
+    writeln!(
+        report,
+        "synthetic dump: {total} steps (loops of up to 40 iterations, seed {seed})"
+    )
+    .unwrap();
     writeln!(report, "compression, median of {runs} runs: {t:.3} s = {:.0} steps/s; kept {kept} of {total} steps ({:.1}%)", total as f64 / t, 100.0 * kept as f64 / total as f64).unwrap();
-    writeln!(report, "paper: 710 steps/s; ratio {:.0}x", total as f64 / t / 710.0).unwrap();
+    writeln!(
+        report,
+        "paper: 710 steps/s; ratio {:.0}x",
+        total as f64 / t / 710.0
+    )
+    .unwrap();
     Ok(report)
 }
 
 /// `localize` without counterfactuals on a synthetic dump (load, compression, both models, BP).
 pub fn localize(steps: usize, runs: usize, seed: u64, rules: &Rules) -> Result<String, Error> {
-    let dir = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+    let dir =
+        tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
     let path = dir.path().join("dump");
-    let o = SynthOptions { steps, seed, ..SynthOptions::default() };
-    let total = write_dump(&path, &o).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let o = SynthOptions {
+        steps,
+        seed,
+        ..SynthOptions::default()
+    };
+    let total = write_dump(&path, &o).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
     let mut times = Vec::new();
     let mut last = String::new();
     for _ in 0..runs {
@@ -147,7 +224,11 @@ pub fn localize(steps: usize, runs: usize, seed: u64, rules: &Rules) -> Result<S
         last = format!(
             "{} ranked lines; inference {} after {} iterations; {} steps kept of {}",
             r.ranking.len(),
-            if r.convergence.converged { "converged" } else { "did not converge" },
+            if r.convergence.converged {
+                "converged"
+            } else {
+                "did not converge"
+            },
             r.convergence.iterations,
             r.stats.kept_steps,
             r.stats.steps
@@ -156,9 +237,23 @@ pub fn localize(steps: usize, runs: usize, seed: u64, rules: &Rules) -> Result<S
     }
     let t = median(times);
     let mut report = String::new();
-    writeln!(report, "synthetic dump: {total} steps in {} traces (seed {seed})", o.traces).unwrap();
-    writeln!(report, "localize (no counterfactuals, mode both), median of {runs} runs: {t:.2} s ({last})").unwrap();
-    writeln!(report, "paper: 240 s per bug (geometric mean); ratio {:.0}x", 240.0 / t).unwrap();
+    writeln!(
+        report,
+        "synthetic dump: {total} steps in {} traces (seed {seed})",
+        o.traces
+    )
+    .unwrap();
+    writeln!(
+        report,
+        "localize (no counterfactuals, mode both), median of {runs} runs: {t:.2} s ({last})"
+    )
+    .unwrap();
+    writeln!(
+        report,
+        "paper: 240 s per bug (geometric mean); ratio {:.0}x",
+        240.0 / t
+    )
+    .unwrap();
     if let Some(m) = peak_rss_mib() {
         writeln!(report, "peak RSS: {m:.0} MiB").unwrap();
     }

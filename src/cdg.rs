@@ -47,16 +47,28 @@ impl ControlDeps {
                 is_controller[p as usize] = true;
             }
         }
-        ControlDeps { parents, is_controller }
+        ControlDeps {
+            parents,
+            is_controller,
+        }
     }
 
     /// All `(l_r, l)` pairs with `l ∈ RDFINVERSE(l_r)`.
     pub fn rdfinverse(&self) -> impl Iterator<Item = (StmtId, StmtId)> + '_ {
-        self.parents.iter().enumerate().flat_map(|(l, ps)| ps.iter().map(move |&r| (r, l as StmtId)))
+        self.parents
+            .iter()
+            .enumerate()
+            .flat_map(|(l, ps)| ps.iter().map(move |&r| (r, l as StmtId)))
     }
 }
 
-fn method_cd(dump: &Dump, stmts: &[StmtId], entry: StmtId, succs: &[Vec<(StmtId, bool)>], parents: &mut [Vec<StmtId>]) {
+fn method_cd(
+    dump: &Dump,
+    stmts: &[StmtId],
+    entry: StmtId,
+    succs: &[Vec<(StmtId, bool)>],
+    parents: &mut [Vec<StmtId>],
+) {
     if stmts.is_empty() {
         return;
     }
@@ -111,7 +123,10 @@ fn method_cd(dump: &Dump, stmts: &[StmtId], entry: StmtId, succs: &[Vec<(StmtId,
     }
     let rev = build(k + 1, &edges, true);
     let pdom = simple_fast(&rev, NodeIndex::new(exit));
-    let ipdom = |x: usize| pdom.immediate_dominator(NodeIndex::new(x)).map(|n| n.index());
+    let ipdom = |x: usize| {
+        pdom.immediate_dominator(NodeIndex::new(x))
+            .map(|n| n.index())
+    };
     let mut cd: Vec<HashSet<usize>> = vec![HashSet::new(); k];
     for &(a, b) in &edges {
         if a == exit || b == exit {
@@ -134,10 +149,10 @@ fn method_cd(dump: &Dump, stmts: &[StmtId], entry: StmtId, succs: &[Vec<(StmtId,
     for (&h, srcs) in &catch_sources {
         let tries: HashSet<usize> = srcs.iter().copied().collect();
         cd[h].extend(tries.iter().copied());
-        for x in 0..k {
+        for (x, cdx) in cd.iter_mut().enumerate() {
             if x != h && dominates(&fdom, h, x) {
-                cd[x].retain(|p| !tries.contains(p));
-                cd[x].insert(h);
+                cdx.retain(|p| !tries.contains(p));
+                cdx.insert(h);
             }
         }
     }

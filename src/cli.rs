@@ -121,7 +121,10 @@ impl ModelArgs {
             mode: self.mode,
             compress: !self.no_compress,
             passing: self.passing,
-            cpd: Cpd { p: self.p, prior: self.prior },
+            cpd: Cpd {
+                p: self.p,
+                prior: self.prior,
+            },
             bp: BpOptions {
                 tol: self.tol,
                 max_iter: self.max_iter,
@@ -164,9 +167,13 @@ pub struct TraceArgs {
 
 impl TraceArgs {
     fn run(&self, out: PathBuf) -> Result<crate::frontend::python::TraceSummary, Error> {
-        let src = self.src.clone().ok_or_else(|| Error::Other("--src SRC is required to trace a test command".to_owned()))?;
-        let cwd = std::env::current_dir().map_err(|e| Error::Other(format!("no current directory: {e}")))?;
-        let mut o = crate::frontend::python::PythonTraceOptions::new(src, out, self.command.clone());
+        let src = self.src.clone().ok_or_else(|| {
+            Error::Other("--src SRC is required to trace a test command".to_owned())
+        })?;
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::Other(format!("no current directory: {e}")))?;
+        let mut o =
+            crate::frontend::python::PythonTraceOptions::new(src, out, self.command.clone());
         o.cwd = cwd;
         o.test_timeout = std::time::Duration::from_secs_f64(self.test_timeout);
         o.max_passing = self.max_passing;
@@ -177,7 +184,13 @@ impl TraceArgs {
         }
         crate::progress::note(
             false,
-            &format!("traced {} tests ({} failing, {} passing) into {}", s.traced, s.failing, s.passing, s.dump.display()),
+            &format!(
+                "traced {} tests ({} failing, {} passing) into {}",
+                s.traced,
+                s.failing,
+                s.passing,
+                s.dump.display()
+            ),
         );
         Ok(s)
     }
@@ -272,8 +285,17 @@ pub fn try_main() -> Result<i32, Error> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.command {
-        Command::Derive { dump, rules, compiled, format } => {
-            let rules = if compiled { Rules::Compiled } else { Rules::load(rules.as_deref())? };
+        Command::Derive {
+            dump,
+            rules,
+            compiled,
+            format,
+        } => {
+            let rules = if compiled {
+                Rules::Compiled
+            } else {
+                Rules::load(rules.as_deref())?
+            };
             let dump = crate::dump::Dump::load(&dump)?;
             let (epg, _) = pipeline::derive_all(&dump, &rules)?;
             match format {
@@ -288,18 +310,28 @@ pub fn try_main() -> Result<i32, Error> {
             let tmp;
             let dump_dir = match (&a.dump, a.trace.command.is_empty()) {
                 (Some(d), true) => d.clone(),
-                (Some(_), false) => return Err(Error::Other("give either a DUMP or --src SRC -- TEST COMMAND, not both".to_owned())),
+                (Some(_), false) => {
+                    return Err(Error::Other(
+                        "give either a DUMP or --src SRC -- TEST COMMAND, not both".to_owned(),
+                    ))
+                }
                 (None, false) => {
                     let out = match &a.keep_dump {
                         Some(p) => p.clone(),
                         None => {
-                            tmp = tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+                            tmp = tempfile::tempdir().map_err(|e| {
+                                Error::Other(format!("cannot create a temp dir: {e}"))
+                            })?;
                             tmp.path().join("dump")
                         }
                     };
                     a.trace.run(out)?.dump
                 }
-                (None, true) => return Err(Error::Other("localize needs a DUMP directory, or --src SRC -- TEST COMMAND".to_owned())),
+                (None, true) => {
+                    return Err(Error::Other(
+                        "localize needs a DUMP directory, or --src SRC -- TEST COMMAND".to_owned(),
+                    ))
+                }
             };
             let (rules, mut o) = a.model.options()?;
             o.granularity = a.granularity;
@@ -309,7 +341,9 @@ pub fn try_main() -> Result<i32, Error> {
                 CfxSource::Results(p.clone())
             } else {
                 CfxSource::Run(RunOptions {
-                    jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+                    jobs: a.jobs.unwrap_or_else(|| {
+                        std::thread::available_parallelism().map_or(2, |n| n.get())
+                    }),
                     timeout: a.cfx_timeout.map(std::time::Duration::from_secs_f64),
                     progress: true,
                 })
@@ -332,30 +366,55 @@ pub fn try_main() -> Result<i32, Error> {
         Command::Baseline(a) => return crate::eval::run_baseline(&a, &mut out),
         Command::Eval(a) => return crate::eval::run_eval(&a, &mut out),
         Command::Bench { what } => match what {
-            BenchWhat::Derive { steps, runs, seed, rules } => {
+            BenchWhat::Derive {
+                steps,
+                runs,
+                seed,
+                rules,
+            } => {
                 let rules = Rules::load(rules.as_deref())?;
                 let compiled_too = !matches!(rules, Rules::Compiled);
                 let report = crate::bench::derive(steps, runs, seed, &rules, compiled_too)?;
                 write!(out, "{report}").map_err(Error::Output)?;
             }
             BenchWhat::Compress { steps, runs, seed } => {
-                write!(out, "{}", crate::bench::compress(steps, runs, seed)?).map_err(Error::Output)?;
+                write!(out, "{}", crate::bench::compress(steps, runs, seed)?)
+                    .map_err(Error::Output)?;
             }
             BenchWhat::Localize { steps, runs, seed } => {
                 let rules = Rules::default_rules();
-                write!(out, "{}", crate::bench::localize(steps, runs, seed, &rules)?).map_err(Error::Output)?;
+                write!(
+                    out,
+                    "{}",
+                    crate::bench::localize(steps, runs, seed, &rules)?
+                )
+                .map_err(Error::Output)?;
             }
-            BenchWhat::Bp { vertices, threads, runs } => {
-                write!(out, "{}", crate::infer::bench::bench_report(vertices, threads, runs, false)).map_err(Error::Output)?;
+            BenchWhat::Bp {
+                vertices,
+                threads,
+                runs,
+            } => {
+                write!(
+                    out,
+                    "{}",
+                    crate::infer::bench::bench_report(vertices, threads, runs, false)
+                )
+                .map_err(Error::Output)?;
             }
-            BenchWhat::Gen { out: dir, steps, seed } => {
+            BenchWhat::Gen {
+                out: dir,
+                steps,
+                seed,
+            } => {
                 let n = crate::bench::generate(&dir, steps, seed)?;
                 writeln!(out, "wrote {} ({n} steps)", dir.display()).map_err(Error::Output)?;
             }
         },
         Command::CheckRules { file } => {
             let rules = Rules::load(Some(&file))?;
-            writeln!(out, "{}: ok ({})", file.display(), rules.describe()).map_err(Error::Output)?;
+            writeln!(out, "{}: ok ({})", file.display(), rules.describe())
+                .map_err(Error::Output)?;
         }
     }
     Ok(0)

@@ -49,7 +49,12 @@ pub fn compress(dump: &Dump, trace: &Trace, end: usize, pin: Option<u32>) -> Vec
     let mut pow: Vec<u64> = Vec::new();
     for &(_, l) in &counts {
         rebuild_hashes(trace, &keep, &mut prefix, &mut pow);
-        let occ: Vec<usize> = keep.iter().enumerate().filter(|(_, &i)| trace.steps[i as usize].stmt == l).map(|(p, _)| p).collect();
+        let occ: Vec<usize> = keep
+            .iter()
+            .enumerate()
+            .filter(|(_, &i)| trace.steps[i as usize].stmt == l)
+            .map(|(p, _)| p)
+            .collect();
         if occ.len() <= GAMMA {
             continue;
         }
@@ -65,8 +70,15 @@ pub fn compress(dump: &Dump, trace: &Trace, end: usize, pin: Option<u32>) -> Vec
                 e += 1;
             }
             if e - k >= GAMMA {
-                let its: Vec<(u64, usize, usize)> =
-                    (k..e).map(|j| (seg_hash(&prefix, &pow, occ[j], occ[j + 1]), occ[j], occ[j + 1])).collect();
+                let its: Vec<(u64, usize, usize)> = (k..e)
+                    .map(|j| {
+                        (
+                            seg_hash(&prefix, &pow, occ[j], occ[j + 1]),
+                            occ[j],
+                            occ[j + 1],
+                        )
+                    })
+                    .collect();
                 let pinned = pin.and_then(|p| keep.binary_search(&p).ok());
                 any |= compress_chain(trace, &keep, &its, &mut remove, pinned);
             }
@@ -86,7 +98,13 @@ pub fn compress(dump: &Dump, trace: &Trace, end: usize, pin: Option<u32>) -> Vec
 
 /// Finds periodic runs in one chain of iterations and marks the removed steps. Returns whether
 /// anything was removed.
-fn compress_chain(trace: &Trace, keep: &[u32], its: &[(u64, usize, usize)], remove: &mut [bool], pinned: Option<usize>) -> bool {
+fn compress_chain(
+    trace: &Trace,
+    keep: &[u32],
+    its: &[(u64, usize, usize)],
+    remove: &mut [bool],
+    pinned: Option<usize>,
+) -> bool {
     let n = its.len();
     let mut any = false;
     let mut a = 0;
@@ -98,7 +116,10 @@ fn compress_chain(trace: &Trace, keep: &[u32], its: &[(u64, usize, usize)], remo
                 break;
             }
             let mut b = a + p;
-            while b < n && its[b].0 == its[b - p].0 && its[b].2 - its[b].1 == its[b - p].2 - its[b - p].1 {
+            while b < n
+                && its[b].0 == its[b - p].0
+                && its[b].2 - its[b].1 == its[b - p].2 - its[b - p].1
+            {
                 b += 1;
             }
             // whole periods only
@@ -132,7 +153,8 @@ fn compress_chain(trace: &Trace, keep: &[u32], its: &[(u64, usize, usize)], remo
 fn verify(trace: &Trace, keep: &[u32], first: usize, second: usize, last: usize) -> bool {
     let period = second - first;
     (first + period..last + 2 * period).all(|i| {
-        i >= keep.len() || trace.steps[keep[i] as usize].stmt == trace.steps[keep[i - period] as usize].stmt
+        i >= keep.len()
+            || trace.steps[keep[i] as usize].stmt == trace.steps[keep[i - period] as usize].stmt
     })
 }
 
@@ -142,7 +164,9 @@ fn rebuild_hashes(trace: &Trace, keep: &[u32], prefix: &mut Vec<u64>, pow: &mut 
     let mut h = 0u64;
     for &i in keep {
         let x = trace.steps[i as usize].stmt as u64 + 1;
-        h = h.wrapping_mul(BASE).wrapping_add(x.wrapping_mul(0x9E3779B97F4A7C15));
+        h = h
+            .wrapping_mul(BASE)
+            .wrapping_add(x.wrapping_mul(0x9E3779B97F4A7C15));
         prefix.push(h);
     }
     if pow.len() < keep.len() + 1 {
@@ -170,7 +194,11 @@ mod tests {
             id: "t".into(),
             test: 0,
             steps: stmts.iter().map(|&s| Step { stmt: s, frame: 0 }).collect(),
-            frames: vec![Frame { id: "f".into(), method: 0, call_step: None }],
+            frames: vec![Frame {
+                id: "f".into(),
+                method: 0,
+                call_step: None,
+            }],
             branch: vec![None; stmts.len()],
             binds: Default::default(),
         }
@@ -181,8 +209,13 @@ mod tests {
         let keep: Vec<u32> = (0..tr.steps.len() as u32).collect();
         let (mut prefix, mut pow) = (Vec::new(), Vec::new());
         rebuild_hashes(tr, &keep, &mut prefix, &mut pow);
-        let occ: Vec<usize> = (0..keep.len()).filter(|&p| tr.steps[p].stmt == head).collect();
-        let its: Vec<(u64, usize, usize)> = occ.windows(2).map(|w| (seg_hash(&prefix, &pow, w[0], w[1]), w[0], w[1])).collect();
+        let occ: Vec<usize> = (0..keep.len())
+            .filter(|&p| tr.steps[p].stmt == head)
+            .collect();
+        let its: Vec<(u64, usize, usize)> = occ
+            .windows(2)
+            .map(|w| (seg_hash(&prefix, &pow, w[0], w[1]), w[0], w[1]))
+            .collect();
         let mut remove = vec![false; keep.len()];
         compress_chain(tr, &keep, &its, &mut remove, None);
         keep.into_iter().filter(|&i| !remove[i as usize]).collect()

@@ -10,7 +10,10 @@ pub enum Error {
     #[error("{0}")]
     Epg(#[from] EpgError),
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("cannot write output: {0}")]
     Output(std::io::Error),
     #[error("{0}")]

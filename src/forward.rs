@@ -25,7 +25,12 @@ pub enum Vertex {
     /// `⟨#@i⟩`: the value computed by a step that defines nothing.
     Value { trace: u32, step: u32 },
     /// `⟨x@i⟩`: formal `x` of the callee frame `frame`, bound when call step `i` entered it.
-    Arg { trace: u32, step: u32, frame: u32, var: VarId },
+    Arg {
+        trace: u32,
+        step: u32,
+        frame: u32,
+        var: VarId,
+    },
     /// `⟨this@i⟩`: the receiver bound when call step `i` entered callee frame `frame`.
     This { trace: u32, step: u32, frame: u32 },
 }
@@ -117,7 +122,10 @@ pub struct Premises {
 
 impl Premises {
     pub fn rel(&self, name: &str) -> &Rel {
-        self.rels.iter().find(|r| r.name == name).expect("known relation")
+        self.rels
+            .iter()
+            .find(|r| r.name == name)
+            .expect("known relation")
     }
 }
 
@@ -172,6 +180,9 @@ const MAP: usize = 14;
 const LASTDEF_CLOSE: usize = 15;
 const RDFINVERSE: usize = 16;
 
+/// A formal bound at a call step: (variable, (global step of the call, argument vertex)).
+type Binding = (VarId, (u32, u32));
+
 struct FrameState {
     frame: u32,
     gframe: u32,
@@ -190,8 +201,13 @@ struct FrameState {
 
 /// Runs the forward pass over the given traces.
 pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
-    let mut layout = SymbolLayout { n_stmts: dump.stmts.len() as u32, ..SymbolLayout::default() };
-    let mut out = Out { rels: vec![Vec::new(); RELATIONS.len()] };
+    let mut layout = SymbolLayout {
+        n_stmts: dump.stmts.len() as u32,
+        ..SymbolLayout::default()
+    };
+    let mut out = Out {
+        rels: vec![Vec::new(); RELATIONS.len()],
+    };
     let mut vertices: Vec<Vertex> = Vec::new();
     let mut stmt_vertex: Vec<u32> = vec![u32::MAX; dump.stmts.len()];
     let mut steps: Vec<StepOrigin> = Vec::new();
@@ -232,7 +248,7 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
             }
         }
         // pending bindings of frames not yet entered: frame → [(var, (gid, vertex))]
-        let mut pending: FxHashMap<u32, Vec<(VarId, (u32, u32))>> = FxHashMap::default();
+        let mut pending: FxHashMap<u32, Vec<Binding>> = FxHashMap::default();
         let mut stack: Vec<FrameState> = Vec::new();
         let all: Vec<u32>;
         let keep: &[u32] = match &view.keep {
@@ -248,7 +264,10 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
             }
             let step = tr.steps[idx as usize];
             let gid = steps.len() as u32;
-            steps.push(StepOrigin { trace: t, index: idx });
+            steps.push(StepOrigin {
+                trace: t,
+                index: idx,
+            });
             let l = step.stmt;
             // Frame transitions: returns (pops) and entries (pushes).
             if stack.last().map(|f| f.frame) != Some(step.frame) {
@@ -342,11 +361,16 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                 for &f in callees {
                     let fm = tr.frames[f as usize].method;
                     let m = &dump.methods[fm as usize];
-                    let mut binds: Vec<(VarId, (u32, u32))> = Vec::new();
+                    let mut binds: Vec<Binding> = Vec::new();
                     let mut formal_vertex: FxHashMap<VarId, u32> = FxHashMap::default();
                     for &x in &m.formals {
                         let v = vertices.len() as u32;
-                        vertices.push(Vertex::Arg { trace: t, step: idx, frame: f, var: x });
+                        vertices.push(Vertex::Arg {
+                            trace: t,
+                            step: idx,
+                            frame: f,
+                            var: x,
+                        });
                         let sym = layout.var(fm, x);
                         out.push(VA, &[gid, sym, v]);
                         formal_vertex.insert(x, v);
@@ -354,7 +378,11 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                     }
                     let this_v = m.this_formal.map(|x| {
                         let v = vertices.len() as u32;
-                        vertices.push(Vertex::This { trace: t, step: idx, frame: f });
+                        vertices.push(Vertex::This {
+                            trace: t,
+                            step: idx,
+                            frame: f,
+                        });
                         out.push(VA, &[gid, layout.this(), v]);
                         binds.push((x, (gid, v)));
                         (x, v)
@@ -390,12 +418,19 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
             let ds = &dump.defs[l as usize];
             if ds.is_empty() {
                 let v = vertices.len() as u32;
-                vertices.push(Vertex::Value { trace: t, step: idx });
+                vertices.push(Vertex::Value {
+                    trace: t,
+                    step: idx,
+                });
                 out.push(VD, &[gid, layout.hash(), v]);
             } else {
                 for &d in ds {
                     let v = vertices.len() as u32;
-                    vertices.push(Vertex::Def { trace: t, step: idx, var: d });
+                    vertices.push(Vertex::Def {
+                        trace: t,
+                        step: idx,
+                        var: d,
+                    });
                     let sym = layout.var(cm, d);
                     out.push(VD, &[gid, sym, v]);
                     top.defs.insert(d, (gid, v));
@@ -417,9 +452,19 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
     let rels = RELATIONS
         .iter()
         .zip(out.rels)
-        .map(|(&(name, cols), rows)| Rel { name, arity: cols.len(), rows })
+        .map(|(&(name, cols), rows)| Rel {
+            name,
+            arity: cols.len(),
+            rows,
+        })
         .collect();
-    Premises { symbols: layout, vertices, steps, rels, failure_points }
+    Premises {
+        symbols: layout,
+        vertices,
+        steps,
+        rels,
+        failure_points,
+    }
 }
 
 /// The global id of local step `c` of trace `t` if it was kept (binary search over kept steps).

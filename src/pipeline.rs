@@ -13,7 +13,10 @@ pub enum Rules {
     /// The default rules compiled with crepe (`src/epg/compiled.rs`).
     Compiled,
     /// A rule program interpreted at run time, with the path it came from.
-    Interpreted { path: String, program: datalog::Program },
+    Interpreted {
+        path: String,
+        program: Box<datalog::Program>,
+    },
 }
 
 impl Rules {
@@ -22,12 +25,19 @@ impl Rules {
         let (text, name) = match path {
             None => (DEFAULT_RULES.to_owned(), DEFAULT_RULES_PATH.to_owned()),
             Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|e| Error::Io { path: p.display().to_string(), source: e })?;
+                let text = std::fs::read_to_string(p).map_err(|e| Error::Io {
+                    path: p.display().to_string(),
+                    source: e,
+                })?;
                 (text, p.display().to_string())
             }
         };
-        let program = datalog::Program::parse(&text, &name).map_err(|d| Error::Epg(EpgError::Rules(d.to_string())))?;
-        Ok(Rules::Interpreted { path: name, program })
+        let program = datalog::Program::parse(&text, &name)
+            .map_err(|d| Error::Epg(EpgError::Rules(d.to_string())))?;
+        Ok(Rules::Interpreted {
+            path: name,
+            program,
+        })
     }
 
     /// The built-in default rules (`rules/epg.dl`), interpreted.
@@ -45,7 +55,12 @@ impl Rules {
 
 /// All traces of a dump, uncompressed.
 pub fn all_traces(dump: &Dump) -> Vec<TraceView> {
-    (0..dump.traces.len()).map(|t| TraceView { trace: t, keep: None }).collect()
+    (0..dump.traces.len())
+        .map(|t| TraceView {
+            trace: t,
+            keep: None,
+        })
+        .collect()
 }
 
 /// Derives the EPG of the given traces and checks it is acyclic.
@@ -61,7 +76,9 @@ pub fn derive(dump: &Dump, rules: &Rules, views: &[TraceView]) -> Result<(Epg, P
 pub fn derive_premises(dump: &Dump, premises: &Premises, rules: &Rules) -> Result<Epg, Error> {
     Ok(match rules {
         Rules::Compiled => Epg::derive_compiled(premises)?,
-        Rules::Interpreted { path, program } => Epg::derive_interpreted(dump, premises, program, path)?,
+        Rules::Interpreted { path, program } => {
+            Epg::derive_interpreted(dump, premises, program, path)?
+        }
     })
 }
 

@@ -8,7 +8,11 @@ pub fn bar(len: u64, what: &str) -> ProgressBar {
     let b = ProgressBar::new(len);
     if std::io::stderr().is_terminal() {
         b.set_draw_target(ProgressDrawTarget::stderr());
-        b.set_style(ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}").unwrap().progress_chars("=> "));
+        b.set_style(
+            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}")
+                .unwrap()
+                .progress_chars("=> "),
+        );
     } else {
         b.set_draw_target(ProgressDrawTarget::hidden());
     }

@@ -26,16 +26,37 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
         Format::Csv => {
             writeln!(w, "rank,file,line,score,method")?;
             for e in &r.ranking[..n] {
-                writeln!(w, "{},{},{},{:.6},{}", e.rank, csv(&e.file), e.line, e.score, csv(&e.method))?;
+                writeln!(
+                    w,
+                    "{},{},{},{:.6},{}",
+                    e.rank,
+                    csv(&e.file),
+                    e.line,
+                    e.score,
+                    csv(&e.method)
+                )?;
             }
             Ok(())
         }
         Format::Table => {
-            let wf = r.ranking[..n].iter().map(|e| e.file.len() + 1 + digits(e.line)).max().unwrap_or(8).max(8);
-            writeln!(w, "{:>4}  {:<wf$}  {:>8}  method", "rank", "location", "score")?;
+            let wf = r.ranking[..n]
+                .iter()
+                .map(|e| e.file.len() + 1 + digits(e.line))
+                .max()
+                .unwrap_or(8)
+                .max(8);
+            writeln!(
+                w,
+                "{:>4}  {:<wf$}  {:>8}  method",
+                "rank", "location", "score"
+            )?;
             for e in &r.ranking[..n] {
                 let loc = format!("{}:{}", e.file, e.line);
-                writeln!(w, "{:>4}  {:<wf$}  {:>8.6}  {}", e.rank, loc, e.score, e.method)?;
+                writeln!(
+                    w,
+                    "{:>4}  {:<wf$}  {:>8.6}  {}",
+                    e.rank, loc, e.score, e.method
+                )?;
             }
             if r.ranking.len() > n {
                 writeln!(w, "  ... {} more (use --top)", r.ranking.len() - n)?;
@@ -44,23 +65,48 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
             writeln!(
                 w,
                 "\ninference: {} ({} iterations, final max change {:.1e}){}",
-                if c.converged { "converged" } else { "DID NOT CONVERGE" },
+                if c.converged {
+                    "converged"
+                } else {
+                    "DID NOT CONVERGE"
+                },
                 c.iterations,
                 c.max_change,
-                if c.converged { "" } else { " — scores are approximate" }
+                if c.converged {
+                    ""
+                } else {
+                    " — scores are approximate"
+                }
             )?;
             if !r.experiments.is_empty() {
-                let passed = r.experiments.iter().filter(|e| e.outcome == CfxOutcome::Pass).count();
-                writeln!(w, "counterfactual experiments: {} run, {} made the failing test pass", r.experiments.len(), passed)?;
+                let passed = r
+                    .experiments
+                    .iter()
+                    .filter(|e| e.outcome == CfxOutcome::Pass)
+                    .count();
+                writeln!(
+                    w,
+                    "counterfactual experiments: {} run, {} made the failing test pass",
+                    r.experiments.len(),
+                    passed
+                )?;
                 for e in &r.experiments {
                     let x = &e.experiment;
-                    writeln!(w, "  flip {}:{} (#{} in {}) -> {:?}", x.file, x.line, x.occurrence, x.test, e.outcome)?;
+                    writeln!(
+                        w,
+                        "  flip {}:{} (#{} in {}) -> {:?}",
+                        x.file, x.line, x.occurrence, x.test, e.outcome
+                    )?;
                 }
             }
             writeln!(
                 w,
                 "traces: {} failing, {} passing; {} steps ({} after compression); {:.2} s",
-                r.stats.failing_traces, r.stats.passing_traces, r.stats.steps, r.stats.kept_steps, r.stats.seconds
+                r.stats.failing_traces,
+                r.stats.passing_traces,
+                r.stats.steps,
+                r.stats.kept_steps,
+                r.stats.seconds
             )
         }
     }

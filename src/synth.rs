@@ -43,16 +43,28 @@ pub struct SynthOptions {
 
 impl Default for SynthOptions {
     fn default() -> Self {
-        SynthOptions { steps: 100_000, traces: 8, methods: 40, max_iter: 6, seed: 42 }
+        SynthOptions {
+            steps: 100_000,
+            traces: 8,
+            methods: 40,
+            max_iter: 6,
+            seed: 42,
+        }
     }
 }
 
 #[derive(Debug, Clone)]
 enum Kind {
     Assign,
-    Branch { then_: usize, else_: usize, loop_exit: Option<usize> },
+    Branch {
+        then_: usize,
+        else_: usize,
+        loop_exit: Option<usize>,
+    },
     Goto(usize),
-    Call { callee: usize },
+    Call {
+        callee: usize,
+    },
     Return,
 }
 
@@ -83,11 +95,31 @@ fn gen_method(rng: &mut Rng, idx: usize, n_methods: usize) -> SMethod {
     let budget = 6 + rng.below(10) as usize;
     gen_block(&mut stmts, rng, 0, budget, idx, n_methods, has_this);
     let line = stmts.len() as u32 + 1;
-    stmts.push(SStmt { kind: Kind::Return, defs: vec![], uses: vec![rng.below(NVARS as u64) as u32], actuals: vec![], receiver: None, line });
-    SMethod { stmts, n_formals, has_this }
+    stmts.push(SStmt {
+        kind: Kind::Return,
+        defs: vec![],
+        uses: vec![rng.below(NVARS as u64) as u32],
+        actuals: vec![],
+        receiver: None,
+        line,
+    });
+    SMethod {
+        stmts,
+        n_formals,
+        has_this,
+    }
 }
 
-fn gen_block(stmts: &mut Vec<SStmt>, rng: &mut Rng, depth: u32, budget: usize, idx: usize, n_methods: usize, has_this: bool) {
+#[allow(clippy::only_used_in_recursion)]
+fn gen_block(
+    stmts: &mut Vec<SStmt>,
+    rng: &mut Rng,
+    depth: u32,
+    budget: usize,
+    idx: usize,
+    n_methods: usize,
+    has_this: bool,
+) {
     let var = |rng: &mut Rng| rng.below(NVARS as u64) as u32;
     for _ in 0..budget {
         let line = stmts.len() as u32 + 1;
@@ -95,29 +127,65 @@ fn gen_block(stmts: &mut Vec<SStmt>, rng: &mut Rng, depth: u32, budget: usize, i
         if r < 12 && depth < 2 {
             // if (v) { then } else { else }
             let b = stmts.len();
-            stmts.push(SStmt { kind: Kind::Assign, defs: vec![], uses: vec![var(rng)], actuals: vec![], receiver: None, line });
+            stmts.push(SStmt {
+                kind: Kind::Assign,
+                defs: vec![],
+                uses: vec![var(rng)],
+                actuals: vec![],
+                receiver: None,
+                line,
+            });
             let then_ = stmts.len();
             let k = 1 + rng.below(3) as usize;
             gen_block(stmts, rng, depth + 1, k, idx, n_methods, has_this);
             let g = stmts.len();
-            stmts.push(SStmt { kind: Kind::Goto(0), defs: vec![], uses: vec![], actuals: vec![], receiver: None, line: g as u32 + 1 });
+            stmts.push(SStmt {
+                kind: Kind::Goto(0),
+                defs: vec![],
+                uses: vec![],
+                actuals: vec![],
+                receiver: None,
+                line: g as u32 + 1,
+            });
             let else_ = stmts.len();
             let k = 1 + rng.below(3) as usize;
             gen_block(stmts, rng, depth + 1, k, idx, n_methods, has_this);
             let join = stmts.len();
             stmts[g].kind = Kind::Goto(join);
-            stmts[b].kind = Kind::Branch { then_, else_, loop_exit: None };
+            stmts[b].kind = Kind::Branch {
+                then_,
+                else_,
+                loop_exit: None,
+            };
         } else if r < 22 && depth < 2 {
             // while (v < n) { body }
             let h = stmts.len();
-            stmts.push(SStmt { kind: Kind::Assign, defs: vec![], uses: vec![var(rng)], actuals: vec![], receiver: None, line });
+            stmts.push(SStmt {
+                kind: Kind::Assign,
+                defs: vec![],
+                uses: vec![var(rng)],
+                actuals: vec![],
+                receiver: None,
+                line,
+            });
             let body = stmts.len();
             let k = 2 + rng.below(4) as usize;
             gen_block(stmts, rng, depth + 1, k, idx, n_methods, has_this);
             let g = stmts.len();
-            stmts.push(SStmt { kind: Kind::Goto(h), defs: vec![], uses: vec![], actuals: vec![], receiver: None, line: g as u32 + 1 });
+            stmts.push(SStmt {
+                kind: Kind::Goto(h),
+                defs: vec![],
+                uses: vec![],
+                actuals: vec![],
+                receiver: None,
+                line: g as u32 + 1,
+            });
             let exit = stmts.len();
-            stmts[h].kind = Kind::Branch { then_: body, else_: exit, loop_exit: Some(exit) };
+            stmts[h].kind = Kind::Branch {
+                then_: body,
+                else_: exit,
+                loop_exit: Some(exit),
+            };
         } else if r < 40 && idx + 1 < n_methods {
             let callee = idx + 1 + rng.below((n_methods - idx - 1).min(5) as u64) as usize;
             let actuals = vec![var(rng), var(rng)];
@@ -130,11 +198,25 @@ fn gen_block(stmts: &mut Vec<SStmt>, rng: &mut Rng, depth: u32, budget: usize, i
             }
             let mut uses = actuals.clone();
             uses.extend(receiver);
-            stmts.push(SStmt { kind: Kind::Call { callee }, defs, uses, actuals, receiver, line });
+            stmts.push(SStmt {
+                kind: Kind::Call { callee },
+                defs,
+                uses,
+                actuals,
+                receiver,
+                line,
+            });
         } else {
             let uses = vec![var(rng), var(rng)];
             let defs = vec![var(rng)];
-            stmts.push(SStmt { kind: Kind::Assign, defs, uses, actuals: vec![], receiver: None, line });
+            stmts.push(SStmt {
+                kind: Kind::Assign,
+                defs,
+                uses,
+                actuals: vec![],
+                receiver: None,
+                line,
+            });
         }
     }
 }
@@ -149,7 +231,9 @@ struct Writer {
 pub fn write_dump(dir: &Path, o: &SynthOptions) -> std::io::Result<usize> {
     std::fs::create_dir_all(dir)?;
     let mut rng = Rng::new(o.seed);
-    let methods: Vec<SMethod> = (0..o.methods).map(|i| gen_method(&mut rng, i, o.methods)).collect();
+    let methods: Vec<SMethod> = (0..o.methods)
+        .map(|i| gen_method(&mut rng, i, o.methods))
+        .collect();
     // static facts
     let mut stmt = String::new();
     let mut method = String::new();
@@ -161,7 +245,13 @@ pub fn write_dump(dir: &Path, o: &SynthOptions) -> std::io::Result<usize> {
     let mut actual = String::new();
     let mut receiver = String::new();
     let mut loop_head = String::new();
-    let vname = |m: usize, v: u32| if v < NVARS { format!("v{v}") } else { format!("this{m}") };
+    let vname = |m: usize, v: u32| {
+        if v < NVARS {
+            format!("v{v}")
+        } else {
+            format!("this{m}")
+        }
+    };
     for (mi, m) in methods.iter().enumerate() {
         writeln!(method, "m{mi}\tapp\tm{mi}.0").unwrap();
         for f in 0..m.n_formals {
@@ -178,7 +268,12 @@ pub fn write_dump(dir: &Path, o: &SynthOptions) -> std::io::Result<usize> {
                 Kind::Call { .. } => "call",
                 Kind::Return => "return",
             };
-            writeln!(stmt, "m{mi}.{si}\tm{mi}\t{kind}\tsynth/m{mi}.x\t{}\t{kind}", s.line).unwrap();
+            writeln!(
+                stmt,
+                "m{mi}.{si}\tm{mi}\t{kind}\tsynth/m{mi}.x\t{}\t{kind}",
+                s.line
+            )
+            .unwrap();
             for &d in &s.defs {
                 writeln!(def, "m{mi}.{si}\t{}", vname(mi, d)).unwrap();
             }
@@ -215,7 +310,11 @@ pub fn write_dump(dir: &Path, o: &SynthOptions) -> std::io::Result<usize> {
     writeln!(use_, "t.1\tr").unwrap();
     writeln!(cfg, "t.0\tt.1\tnormal").unwrap();
     // traces
-    let mut w = Writer { step: String::new(), frame: String::new(), branch: String::new() };
+    let mut w = Writer {
+        step: String::new(),
+        frame: String::new(),
+        branch: String::new(),
+    };
     let mut manifest = String::from("format = \"prosecutor-dump\"\nversion = 1\n\n[frontend]\nname = \"synth\"\nversion = \"1\"\nlanguage = \"synthetic\"\n");
     let per_trace = o.steps / o.traces.max(1);
     let mut total = 0;
@@ -233,14 +332,30 @@ pub fn write_dump(dir: &Path, o: &SynthOptions) -> std::io::Result<usize> {
             let f = frames;
             frames += 1;
             writeln!(w.frame, "{tid}\tf{f}\tm0\t{call}").unwrap();
-            exec(&methods, 0, f, &tid, &mut n, &mut frames, per_trace, 0, &mut rng, &mut w, o.max_iter);
+            exec(
+                &methods,
+                0,
+                f,
+                &tid,
+                &mut n,
+                &mut frames,
+                per_trace,
+                0,
+                &mut rng,
+                &mut w,
+                o.max_iter,
+            );
         }
         writeln!(w.step, "{tid}\t{n}\tt.1\tf0").unwrap();
         writeln!(w.branch, "{tid}\t{n}\t{}", if t == 0 { 0 } else { 1 }).unwrap();
         n += 1;
         total += n;
         let outcome = if t == 0 { "fail" } else { "pass" };
-        writeln!(manifest, "\n[[test]]\nid = \"test_{t}\"\ntrace = \"{tid}\"\noutcome = \"{outcome}\"").unwrap();
+        writeln!(
+            manifest,
+            "\n[[test]]\nid = \"test_{t}\"\ntrace = \"{tid}\"\noutcome = \"{outcome}\""
+        )
+        .unwrap();
     }
     let files: [(&str, &String); 13] = [
         ("stmt", &stmt),
@@ -291,7 +406,11 @@ fn exec(
             Kind::Assign => pc += 1,
             Kind::Goto(t) => pc = t,
             Kind::Return => return,
-            Kind::Branch { then_, else_, loop_exit } => {
+            Kind::Branch {
+                then_,
+                else_,
+                loop_exit,
+            } => {
                 let take_then = match loop_exit {
                     Some(_) => {
                         iters[pc] += 1;
@@ -311,7 +430,19 @@ fn exec(
                     let f = *frames;
                     *frames += 1;
                     writeln!(w.frame, "{tid}\tf{f}\tm{callee}\t{here}").unwrap();
-                    exec(methods, callee, f, tid, n, frames, cap, depth + 1, rng, w, max_iter);
+                    exec(
+                        methods,
+                        callee,
+                        f,
+                        tid,
+                        n,
+                        frames,
+                        cap,
+                        depth + 1,
+                        rng,
+                        w,
+                        max_iter,
+                    );
                 }
                 pc += 1;
             }

@@ -39,7 +39,11 @@ pub fn read_rows(
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,
         Err(e) => {
-            let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
             return Err(DumpError::at(&path, line, "not valid UTF-8".to_owned()));
         }
     };
@@ -60,7 +64,10 @@ pub fn read_rows(
             return Err(DumpError::at(
                 &path,
                 i + 1,
-                format!("expected {arity} tab-separated columns, found {n}: {:?}", truncate(line, 80)),
+                format!(
+                    "expected {arity} tab-separated columns, found {n}: {:?}",
+                    truncate(line, 80)
+                ),
             ));
         }
         f(i + 1, &cols[..arity]).map_err(|msg| DumpError::at(&path, i + 1, msg))?;
@@ -70,7 +77,9 @@ pub fn read_rows(
 
 /// Parses an unsigned integer column.
 pub fn uint(s: &str, what: &str) -> Result<u32, String> {
-    s.trim().parse::<u32>().map_err(|_| format!("{what} must be a non-negative integer, found {s:?}"))
+    s.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("{what} must be a non-negative integer, found {s:?}"))
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -73,17 +73,31 @@ impl Manifest {
         let path = dir.join("manifest.toml");
         let text = std::fs::read_to_string(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                DumpError::at(&path, 0, "missing manifest.toml: is this a prosecutor trace dump directory?".to_owned())
+                DumpError::at(
+                    &path,
+                    0,
+                    "missing manifest.toml: is this a prosecutor trace dump directory?".to_owned(),
+                )
             } else {
                 DumpError::at(&path, 0, format!("cannot read: {e}"))
             }
         })?;
         let manifest: Manifest = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1).unwrap_or(0);
+            let line = e
+                .span()
+                .map(|s| text[..s.start].matches('\n').count() + 1)
+                .unwrap_or(0);
             DumpError::at(&path, line, e.message().to_owned())
         })?;
         if manifest.format != "prosecutor-dump" {
-            return Err(DumpError::at(&path, 1, format!("format must be \"prosecutor-dump\", found {:?}", manifest.format)));
+            return Err(DumpError::at(
+                &path,
+                1,
+                format!(
+                    "format must be \"prosecutor-dump\", found {:?}",
+                    manifest.format
+                ),
+            ));
         }
         if manifest.version != FORMAT_VERSION {
             return Err(DumpError::at(
@@ -95,12 +109,20 @@ impl Manifest {
         let mut seen = std::collections::HashSet::new();
         for t in &manifest.tests {
             if !seen.insert(t.id.as_str()) {
-                return Err(DumpError::at(&path, line_of(&text, &t.id), format!("duplicate test id {:?}", t.id)));
+                return Err(DumpError::at(
+                    &path,
+                    line_of(&text, &t.id),
+                    format!("duplicate test id {:?}", t.id),
+                ));
             }
         }
         if let Some(r) = &manifest.rerun {
             if r.command.is_empty() {
-                return Err(DumpError::at(&path, line_of(&text, "command"), "[rerun] command is empty".to_owned()));
+                return Err(DumpError::at(
+                    &path,
+                    line_of(&text, "command"),
+                    "[rerun] command is empty".to_owned(),
+                ));
             }
         }
         Ok(manifest)
@@ -109,5 +131,7 @@ impl Manifest {
 
 /// Best-effort line of the first occurrence of `needle` (for messages).
 pub(crate) fn line_of(text: &str, needle: &str) -> usize {
-    text.find(needle).map(|p| text[..p].matches('\n').count() + 1).unwrap_or(0)
+    text.find(needle)
+        .map(|p| text[..p].matches('\n').count() + 1)
+        .unwrap_or(0)
 }

@@ -30,7 +30,11 @@ pub struct DumpError {
 
 impl DumpError {
     pub fn at(path: &Path, line: usize, message: String) -> Self {
-        DumpError { path: path.to_owned(), line, message }
+        DumpError {
+            path: path.to_owned(),
+            line,
+            message,
+        }
     }
 }
 
@@ -166,7 +170,11 @@ impl Dump {
     /// Loads and validates the dump in `dir`.
     pub fn load(dir: &Path) -> Result<Dump, DumpError> {
         if !dir.is_dir() {
-            return Err(DumpError::at(dir, 0, "not a directory (expected a trace dump directory)".to_owned()));
+            return Err(DumpError::at(
+                dir,
+                0,
+                "not a directory (expected a trace dump directory)".to_owned(),
+            ));
         }
         let manifest = Manifest::read(dir)?;
         let mut d = Dump {
@@ -226,14 +234,24 @@ impl Dump {
             if self.stmt_ids.get(c[0]).is_some() {
                 return Err(format!("statement {:?} declared twice", c[0]));
             }
-            let method = self.method_ids.get(c[1]).ok_or_else(|| format!("unknown method {:?} (not in method.facts)", c[1]))?;
+            let method = self
+                .method_ids
+                .get(c[1])
+                .ok_or_else(|| format!("unknown method {:?} (not in method.facts)", c[1]))?;
             let kind = StmtKind::parse(c[2]).ok_or_else(|| {
                 format!("unknown statement kind {:?} (expected assign, call, branch, goto, return, throw, catch or nop)", c[2])
             })?;
             let line = facts::uint(c[4], "line")?;
             let id = self.stmt_ids.intern(c[0]);
             self.methods[method as usize].stmts.push(id);
-            self.stmts.push(Stmt { id: c[0].to_owned(), method, kind, file: c[3].to_owned(), line, text: c[5].to_owned() });
+            self.stmts.push(Stmt {
+                id: c[0].to_owned(),
+                method,
+                kind,
+                file: c[3].to_owned(),
+                line,
+                text: c[5].to_owned(),
+            });
             Ok(())
         })?;
         let n = self.stmts.len();
@@ -242,9 +260,17 @@ impl Dump {
         read_rows(&dir, "method", 3, true, |_, c| {
             let m = &mut self.methods[idx];
             idx += 1;
-            let entry = self.stmt_ids.get(c[2]).ok_or_else(|| format!("entry statement {:?} of method {:?} is not in stmt.facts", c[2], c[0]))?;
+            let entry = self.stmt_ids.get(c[2]).ok_or_else(|| {
+                format!(
+                    "entry statement {:?} of method {:?} is not in stmt.facts",
+                    c[2], c[0]
+                )
+            })?;
             if self.stmts[entry as usize].method as usize != idx - 1 {
-                return Err(format!("entry statement {:?} belongs to another method", c[2]));
+                return Err(format!(
+                    "entry statement {:?} belongs to another method",
+                    c[2]
+                ));
             }
             m.entry = entry;
             Ok(())
@@ -256,7 +282,11 @@ impl Dump {
         self.receiver = vec![None; n];
         self.loop_head = vec![false; n];
         let stmt_ids = &self.stmt_ids;
-        let lookup = |s: &str| stmt_ids.get(s).ok_or_else(|| format!("unknown statement {s:?} (not in stmt.facts)"));
+        let lookup = |s: &str| {
+            stmt_ids
+                .get(s)
+                .ok_or_else(|| format!("unknown statement {s:?} (not in stmt.facts)"))
+        };
         {
             let vars = &mut self.vars;
             let defs = &mut self.defs;
@@ -286,12 +316,23 @@ impl Dump {
             let exceptional = match c[2] {
                 "normal" => false,
                 "exceptional" => true,
-                other => return Err(format!("edge kind must be `normal` or `exceptional`, found {other:?}")),
+                other => {
+                    return Err(format!(
+                        "edge kind must be `normal` or `exceptional`, found {other:?}"
+                    ))
+                }
             };
             if stmts[from as usize].method != stmts[to as usize].method {
-                return Err(format!("cfg edge {:?} → {:?} crosses methods (cfg.facts is intra-procedural)", c[0], c[1]));
+                return Err(format!(
+                    "cfg edge {:?} → {:?} crosses methods (cfg.facts is intra-procedural)",
+                    c[0], c[1]
+                ));
             }
-            cfg.push(CfgEdge { from, to, exceptional });
+            cfg.push(CfgEdge {
+                from,
+                to,
+                exceptional,
+            });
             Ok(())
         })?;
         let method_ids = &self.method_ids;
@@ -299,11 +340,16 @@ impl Dump {
         let vars = &mut self.vars;
         let mut formals: Vec<Vec<(u32, VarId)>> = vec![Vec::new(); methods.len()];
         read_rows(&dir, "formal", 3, true, |_, c| {
-            let m = method_ids.get(c[0]).ok_or_else(|| format!("unknown method {:?}", c[0]))?;
+            let m = method_ids
+                .get(c[0])
+                .ok_or_else(|| format!("unknown method {:?}", c[0]))?;
             let i = facts::uint(c[1], "index")?;
             let v = vars.intern(c[2]);
             if formals[m as usize].iter().any(|&(j, _)| j == i) {
-                return Err(format!("formal index {i} of method {:?} declared twice", c[0]));
+                return Err(format!(
+                    "formal index {i} of method {:?} declared twice",
+                    c[0]
+                ));
             }
             formals[m as usize].push((i, v));
             Ok(())
@@ -315,14 +361,19 @@ impl Dump {
                     return Err(DumpError::at(
                         &dir.join("formal.facts"),
                         0,
-                        format!("formals of method {:?} are not numbered 0..n (index {k} missing)", methods[m].id),
+                        format!(
+                            "formals of method {:?} are not numbered 0..n (index {k} missing)",
+                            methods[m].id
+                        ),
                     ));
                 }
             }
             methods[m].formals = f.into_iter().map(|(_, v)| v).collect();
         }
         read_rows(&dir, "this_formal", 2, true, |_, c| {
-            let m = method_ids.get(c[0]).ok_or_else(|| format!("unknown method {:?}", c[0]))?;
+            let m = method_ids
+                .get(c[0])
+                .ok_or_else(|| format!("unknown method {:?}", c[0]))?;
             let v = vars.intern(c[1]);
             if methods[m as usize].this_formal.replace(v).is_some() {
                 return Err(format!("method {:?} has two receiver formals", c[0]));
@@ -360,7 +411,11 @@ impl Dump {
         for (ti, t) in self.manifest.tests.iter().enumerate() {
             if let Some(tr) = &t.trace {
                 if trace_ids.get(tr).is_some() {
-                    return Err(DumpError::at(&dir.join("manifest.toml"), 0, format!("trace {tr:?} is used by two tests")));
+                    return Err(DumpError::at(
+                        &dir.join("manifest.toml"),
+                        0,
+                        format!("trace {tr:?} is used by two tests"),
+                    ));
                 }
                 trace_ids.intern(tr);
                 self.traces.push(Trace {
@@ -373,7 +428,9 @@ impl Dump {
                 });
             }
         }
-        let unknown_trace = |s: &str| format!("unknown trace {s:?} (no [[test]] in manifest.toml has trace = {s:?})");
+        let unknown_trace = |s: &str| {
+            format!("unknown trace {s:?} (no [[test]] in manifest.toml has trace = {s:?})")
+        };
         // frame.facts
         let mut frame_ids: Vec<HashMap<String, u32>> = vec![HashMap::new(); self.traces.len()];
         {
@@ -381,13 +438,26 @@ impl Dump {
             let method_ids = &self.method_ids;
             read_rows(&dir, "frame", 4, true, |_, c| {
                 let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
-                let method = method_ids.get(c[2]).ok_or_else(|| format!("unknown method {:?}", c[2]))?;
-                let call_step = if c[3] == "-" { None } else { Some(facts::uint(c[3], "call_step")?) };
+                let method = method_ids
+                    .get(c[2])
+                    .ok_or_else(|| format!("unknown method {:?}", c[2]))?;
+                let call_step = if c[3] == "-" {
+                    None
+                } else {
+                    Some(facts::uint(c[3], "call_step")?)
+                };
                 let id = traces[t].frames.len() as u32;
                 if frame_ids[t].insert(c[1].to_owned(), id).is_some() {
-                    return Err(format!("frame {:?} declared twice in trace {:?}", c[1], c[0]));
+                    return Err(format!(
+                        "frame {:?} declared twice in trace {:?}",
+                        c[1], c[0]
+                    ));
                 }
-                traces[t].frames.push(Frame { id: c[1].to_owned(), method, call_step });
+                traces[t].frames.push(Frame {
+                    id: c[1].to_owned(),
+                    method,
+                    call_step,
+                });
                 Ok(())
             })?;
         }
@@ -414,8 +484,15 @@ impl Dump {
                         tr.steps.len()
                     ));
                 }
-                let stmt = stmt_ids.get(c[2]).ok_or_else(|| format!("unknown statement {:?} (not in stmt.facts)", c[2]))?;
-                let frame = *frame_ids[t].get(c[3]).ok_or_else(|| format!("unknown frame {:?} in trace {:?} (not in frame.facts)", c[3], c[0]))?;
+                let stmt = stmt_ids
+                    .get(c[2])
+                    .ok_or_else(|| format!("unknown statement {:?} (not in stmt.facts)", c[2]))?;
+                let frame = *frame_ids[t].get(c[3]).ok_or_else(|| {
+                    format!(
+                        "unknown frame {:?} in trace {:?} (not in frame.facts)",
+                        c[3], c[0]
+                    )
+                })?;
                 let fm = tr.frames[frame as usize].method;
                 if stmts[stmt as usize].method != fm {
                     return Err(format!(
@@ -437,9 +514,15 @@ impl Dump {
                 let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
                 let idx = facts::uint(c[1], "step index")? as usize;
                 let tr = &mut traces[t];
-                let step = tr.steps.get(idx).ok_or_else(|| format!("step {idx} does not exist in trace {:?}", c[0]))?;
+                let step = tr
+                    .steps
+                    .get(idx)
+                    .ok_or_else(|| format!("step {idx} does not exist in trace {:?}", c[0]))?;
                 if stmts[step.stmt as usize].kind != StmtKind::Branch {
-                    return Err(format!("step {idx} of trace {:?} is not a branch statement", c[0]));
+                    return Err(format!(
+                        "step {idx} of trace {:?} is not a branch statement",
+                        c[0]
+                    ));
                 }
                 let o = match c[2] {
                     "1" => true,
@@ -456,7 +539,9 @@ impl Dump {
             read_rows(&dir, "bind", 5, false, |_, c| {
                 let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
                 let step = facts::uint(c[1], "call_step")?;
-                let frame = *frame_ids[t].get(c[2]).ok_or_else(|| format!("unknown frame {:?}", c[2]))?;
+                let frame = *frame_ids[t]
+                    .get(c[2])
+                    .ok_or_else(|| format!("unknown frame {:?}", c[2]))?;
                 let tr = &mut traces[t];
                 if tr.frames[frame as usize].call_step != Some(step) {
                     return Err(format!("frame {:?} was not opened by step {step}", c[2]));
@@ -497,7 +582,10 @@ impl Dump {
             }
             let frame = &tr.frames[f as usize];
             if let Some(at) = closed_at[f as usize] {
-                return Err(err(format!("step {i} runs in frame {:?}, which returned at step {at}", frame.id)));
+                return Err(err(format!(
+                    "step {i} runs in frame {:?}, which returned at step {at}",
+                    frame.id
+                )));
             }
             if entered[f as usize] {
                 return Err(err(format!("step {i} re-enters frame {:?}", frame.id)));
@@ -528,7 +616,10 @@ impl Dump {
                 }
             }
             if i == 0 && frame.call_step.is_some() {
-                return Err(err(format!("step 0 must run in the root frame (call_step `-`), not in {:?}", frame.id)));
+                return Err(err(format!(
+                    "step 0 must run in the root frame (call_step `-`), not in {:?}",
+                    frame.id
+                )));
             }
             entered[f as usize] = true;
             stack.push(f);
@@ -538,7 +629,10 @@ impl Dump {
                 return Err(DumpError::at(
                     &self.dir.join("branch.facts"),
                     0,
-                    format!("trace {:?}: branch step {i} ({}) has no outcome", tr.id, self.stmts[s.stmt as usize].id),
+                    format!(
+                        "trace {:?}: branch step {i} ({}) has no outcome",
+                        tr.id, self.stmts[s.stmt as usize].id
+                    ),
                 ));
             }
         }
@@ -547,7 +641,12 @@ impl Dump {
                 return Err(DumpError::at(
                     &self.dir.join("manifest.toml"),
                     0,
-                    format!("test {:?}: failure_step {fs} is past the end of trace {:?} ({} steps)", test.id, tr.id, tr.steps.len()),
+                    format!(
+                        "test {:?}: failure_step {fs} is past the end of trace {:?} ({} steps)",
+                        test.id,
+                        tr.id,
+                        tr.steps.len()
+                    ),
                 ));
             }
         }
@@ -556,12 +655,22 @@ impl Dump {
 
     fn load_coverage(&mut self) -> Result<(), DumpError> {
         let dir = self.dir.clone();
-        let tests: HashMap<&str, usize> = self.manifest.tests.iter().enumerate().map(|(i, t)| (t.id.as_str(), i)).collect();
+        let tests: HashMap<&str, usize> = self
+            .manifest
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect();
         let stmt_ids = &self.stmt_ids;
         let mut cov = Vec::new();
         if read_rows(&dir, "coverage", 2, false, |_, c| {
-            let t = *tests.get(c[0]).ok_or_else(|| format!("unknown test {:?} (not in manifest.toml)", c[0]))?;
-            let s = stmt_ids.get(c[1]).ok_or_else(|| format!("unknown statement {:?}", c[1]))?;
+            let t = *tests
+                .get(c[0])
+                .ok_or_else(|| format!("unknown test {:?} (not in manifest.toml)", c[0]))?;
+            let s = stmt_ids
+                .get(c[1])
+                .ok_or_else(|| format!("unknown statement {:?}", c[1]))?;
             cov.push((t, s));
             Ok(())
         })? {
@@ -569,9 +678,15 @@ impl Dump {
         }
         let mut ecov = Vec::new();
         if read_rows(&dir, "edge_coverage", 3, false, |_, c| {
-            let t = *tests.get(c[0]).ok_or_else(|| format!("unknown test {:?} (not in manifest.toml)", c[0]))?;
-            let a = stmt_ids.get(c[1]).ok_or_else(|| format!("unknown statement {:?}", c[1]))?;
-            let b = stmt_ids.get(c[2]).ok_or_else(|| format!("unknown statement {:?}", c[2]))?;
+            let t = *tests
+                .get(c[0])
+                .ok_or_else(|| format!("unknown test {:?} (not in manifest.toml)", c[0]))?;
+            let a = stmt_ids
+                .get(c[1])
+                .ok_or_else(|| format!("unknown statement {:?}", c[1]))?;
+            let b = stmt_ids
+                .get(c[2])
+                .ok_or_else(|| format!("unknown statement {:?}", c[2]))?;
             ecov.push((t, a, b));
             Ok(())
         })? {

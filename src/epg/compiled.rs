@@ -99,7 +99,8 @@ pub fn derive(p: &Premises) -> Vec<(u32, u32, RuleName)> {
     rt.extend([HashSym(p.symbols.hash())]);
     rt.extend([ThisSym(p.symbols.this())]);
     let (edges,) = rt.run();
-    let mut out: Vec<(u32, u32, RuleName)> = edges.into_iter().map(|Edge(a, b, r)| (a, b, r)).collect();
+    let mut out: Vec<(u32, u32, RuleName)> =
+        edges.into_iter().map(|Edge(a, b, r)| (a, b, r)).collect();
     out.sort_unstable();
     out
 }

@@ -96,7 +96,10 @@ pub enum EpgError {
 }
 
 impl Epg {
-    fn from_triples(vertices: Vec<Vertex>, triples: impl IntoIterator<Item = (u32, u32, String)>) -> Result<Epg, EpgError> {
+    fn from_triples(
+        vertices: Vec<Vertex>,
+        triples: impl IntoIterator<Item = (u32, u32, String)>,
+    ) -> Result<Epg, EpgError> {
         let mut rule_ids: HashMap<String, u16> = HashMap::new();
         let mut rule_names: Vec<String> = Vec::new();
         for r in RuleName::ALL {
@@ -119,19 +122,32 @@ impl Epg {
         }
         edges.sort_unstable();
         edges.dedup();
-        Ok(Epg { vertices, edges, rule_names })
+        Ok(Epg {
+            vertices,
+            edges,
+            rule_names,
+        })
     }
 
     /// Derives the EPG with the compiled default rules.
     pub fn derive_compiled(p: &Premises) -> Result<Epg, EpgError> {
-        let triples = compiled::derive(p).into_iter().map(|(a, b, r)| (a, b, r.as_str().to_owned()));
+        let triples = compiled::derive(p)
+            .into_iter()
+            .map(|(a, b, r)| (a, b, r.as_str().to_owned()));
         Epg::from_triples(p.vertices.clone(), triples)
     }
 
     /// Derives the EPG by interpreting a rule program.
-    pub fn derive_interpreted(dump: &Dump, p: &Premises, program: &datalog::Program, rules_path: &str) -> Result<Epg, EpgError> {
+    pub fn derive_interpreted(
+        dump: &Dump,
+        p: &Premises,
+        program: &datalog::Program,
+        rules_path: &str,
+    ) -> Result<Epg, EpgError> {
         let mut db = datalog::Database::new();
-        let remap: Vec<u32> = (0..p.symbols.len()).map(|s| db.symbols.intern(&p.symbols.name(dump, s))).collect();
+        let remap: Vec<u32> = (0..p.symbols.len())
+            .map(|s| db.symbols.intern(&p.symbols.name(dump, s)))
+            .collect();
         for decl in program.decls().iter().filter(|d| d.is_input) {
             let Some(&(_, cols)) = RELATIONS.iter().find(|(n, _)| *n == decl.name) else {
                 return Err(EpgError::Interface {
@@ -146,7 +162,13 @@ impl Epg {
             };
             let want: Vec<datalog::ColumnType> = cols
                 .chars()
-                .map(|c| if c == 's' { datalog::ColumnType::Symbol } else { datalog::ColumnType::Unsigned })
+                .map(|c| {
+                    if c == 's' {
+                        datalog::ColumnType::Symbol
+                    } else {
+                        datalog::ColumnType::Unsigned
+                    }
+                })
                 .collect();
             let got: Vec<datalog::ColumnType> = decl.columns.iter().map(|c| c.1).collect();
             if want != got {
@@ -155,7 +177,10 @@ impl Epg {
                     message: format!(
                         "`.decl {}` must have columns ({}) to match the forward pass",
                         decl.name,
-                        cols.chars().map(|c| if c == 's' { "symbol" } else { "unsigned" }).collect::<Vec<_>>().join(", ")
+                        cols.chars()
+                            .map(|c| if c == 's' { "symbol" } else { "unsigned" })
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 });
             }
@@ -186,7 +211,9 @@ impl Epg {
                 })
             }
         }
-        program.evaluate(&mut db).map_err(|e| EpgError::Eval(e.to_string()))?;
+        program
+            .evaluate(&mut db)
+            .map_err(|e| EpgError::Eval(e.to_string()))?;
         let (arity, rows) = db.rows("edge").unwrap_or((3, &[]));
         debug_assert_eq!(arity, 3);
         let symbols = &db.symbols;
@@ -230,11 +257,23 @@ impl Epg {
         let mut visited = vec![false; n];
         while !visited[v as usize] {
             visited[v as usize] = true;
-            v = self.edges.iter().find(|e| e.dst == v && indeg[e.src as usize] > 0).map(|e| e.src).unwrap_or(v);
+            v = self
+                .edges
+                .iter()
+                .find(|e| e.dst == v && indeg[e.src as usize] > 0)
+                .map(|e| e.src)
+                .unwrap_or(v);
         }
-        let rules: Vec<&str> =
-            self.edges.iter().filter(|e| e.dst == v && indeg[e.src as usize] > 0).map(|e| self.rule_names[e.rule as usize].as_str()).collect();
-        Err(EpgError::Cycle { vertex: self.vertex_name(dump, v), edges: rules.join(", ") })
+        let rules: Vec<&str> = self
+            .edges
+            .iter()
+            .filter(|e| e.dst == v && indeg[e.src as usize] > 0)
+            .map(|e| self.rule_names[e.rule as usize].as_str())
+            .collect();
+        Err(EpgError::Cycle {
+            vertex: self.vertex_name(dump, v),
+            edges: rules.join(", "),
+        })
     }
 
     /// Distinct `(src, dst)` pairs (several rules may derive the same edge).
@@ -259,19 +298,41 @@ pub fn vertex_name(dump: &Dump, v: &Vertex) -> String {
     let tr = |t: u32| dump.traces[t as usize].id.as_str();
     match *v {
         Vertex::Stmt(s) => format!("stmt:{}", dump.stmts[s as usize].id),
-        Vertex::Def { trace, step, var } => format!("{}:{}@{}", tr(trace), dump.vars.name(var), step),
-        Vertex::Value { trace, step } => format!("{}:#@{}", tr(trace), step),
-        Vertex::Arg { trace, step, frame, var } => {
-            format!("{}:arg:{}@{}{}", tr(trace), dump.vars.name(var), step, frame_suffix(dump, trace, step, frame))
+        Vertex::Def { trace, step, var } => {
+            format!("{}:{}@{}", tr(trace), dump.vars.name(var), step)
         }
-        Vertex::This { trace, step, frame } => format!("{}:arg:this@{}{}", tr(trace), step, frame_suffix(dump, trace, step, frame)),
+        Vertex::Value { trace, step } => format!("{}:#@{}", tr(trace), step),
+        Vertex::Arg {
+            trace,
+            step,
+            frame,
+            var,
+        } => {
+            format!(
+                "{}:arg:{}@{}{}",
+                tr(trace),
+                dump.vars.name(var),
+                step,
+                frame_suffix(dump, trace, step, frame)
+            )
+        }
+        Vertex::This { trace, step, frame } => format!(
+            "{}:arg:this@{}{}",
+            tr(trace),
+            step,
+            frame_suffix(dump, trace, step, frame)
+        ),
     }
 }
 
 /// `[frame]` when one call step opened several frames (callbacks), else empty.
 fn frame_suffix(dump: &Dump, trace: u32, step: u32, frame: u32) -> String {
     let t = &dump.traces[trace as usize];
-    let n = t.frames.iter().filter(|f| f.call_step == Some(step)).count();
+    let n = t
+        .frames
+        .iter()
+        .filter(|f| f.call_step == Some(step))
+        .count();
     if n > 1 {
         format!("[{}]", t.frames[frame as usize].id)
     } else {

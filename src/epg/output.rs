@@ -39,11 +39,23 @@ fn location(dump: &Dump, v: &Vertex) -> String {
 pub fn write_tsv(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
     writeln!(w, "# vertices: name\tkind\tlocation")?;
     for v in &g.vertices {
-        writeln!(w, "{}\t{}\t{}", super::vertex_name(dump, v), kind(v), location(dump, v))?;
+        writeln!(
+            w,
+            "{}\t{}\t{}",
+            super::vertex_name(dump, v),
+            kind(v),
+            location(dump, v)
+        )?;
     }
     writeln!(w, "# edges: source\ttarget\trule")?;
     for e in &g.edges {
-        writeln!(w, "{}\t{}\t{}", g.vertex_name(dump, e.src), g.vertex_name(dump, e.dst), g.rule_names[e.rule as usize])?;
+        writeln!(
+            w,
+            "{}\t{}\t{}",
+            g.vertex_name(dump, e.src),
+            g.vertex_name(dump, e.dst),
+            g.rule_names[e.rule as usize]
+        )?;
     }
     Ok(())
 }
@@ -52,7 +64,13 @@ pub fn write_tsv(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
 pub fn write_csv(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
     writeln!(w, "source,target,rule")?;
     for e in &g.edges {
-        writeln!(w, "{},{},{}", csv_field(&g.vertex_name(dump, e.src)), csv_field(&g.vertex_name(dump, e.dst)), g.rule_names[e.rule as usize])?;
+        writeln!(
+            w,
+            "{},{},{}",
+            csv_field(&g.vertex_name(dump, e.src)),
+            csv_field(&g.vertex_name(dump, e.dst)),
+            g.rule_names[e.rule as usize]
+        )?;
     }
     Ok(())
 }
@@ -84,8 +102,11 @@ pub fn write_json(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
         .iter()
         .map(|e| serde_json::json!({"source": e.src, "target": e.dst, "rule": g.rule_names[e.rule as usize]}))
         .collect();
-    let counts: serde_json::Map<String, serde_json::Value> =
-        g.rule_counts().into_iter().map(|(r, c)| (r, serde_json::Value::from(c))).collect();
+    let counts: serde_json::Map<String, serde_json::Value> = g
+        .rule_counts()
+        .into_iter()
+        .map(|(r, c)| (r, serde_json::Value::from(c)))
+        .collect();
     let doc = serde_json::json!({"vertices": vertices, "edges": edges, "rule_counts": counts});
     serde_json::to_writer_pretty(&mut *w, &doc)?;
     writeln!(w)
@@ -93,7 +114,10 @@ pub fn write_json(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
 
 pub fn write_dot(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
     writeln!(w, "digraph epg {{")?;
-    writeln!(w, "  rankdir=LR; node [fontname=\"monospace\", fontsize=10];")?;
+    writeln!(
+        w,
+        "  rankdir=LR; node [fontname=\"monospace\", fontsize=10];"
+    )?;
     for (i, v) in g.vertices.iter().enumerate() {
         let (shape, color) = match v {
             Vertex::Stmt(_) => ("box", "lightgray"),
@@ -102,10 +126,18 @@ pub fn write_dot(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
             Vertex::Arg { .. } | Vertex::This { .. } => ("ellipse", "palegreen"),
         };
         let label = match v {
-            Vertex::Stmt(s) => format!("{}\\n{}", super::vertex_name(dump, v), dot_escape(&dump.stmts[*s as usize].text)),
+            Vertex::Stmt(s) => format!(
+                "{}\\n{}",
+                super::vertex_name(dump, v),
+                dot_escape(&dump.stmts[*s as usize].text)
+            ),
             _ => super::vertex_name(dump, v),
         };
-        writeln!(w, "  v{i} [label=\"{}\", shape={shape}, style=filled, fillcolor={color}];", dot_escape_keep_nl(&label))?;
+        writeln!(
+            w,
+            "  v{i} [label=\"{}\", shape={shape}, style=filled, fillcolor={color}];",
+            dot_escape_keep_nl(&label)
+        )?;
     }
     for e in &g.edges {
         let rule = &g.rule_names[e.rule as usize];
@@ -116,7 +148,13 @@ pub fn write_dot(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
             "R_CL1" => "darkgreen",
             _ => "gray40",
         };
-        writeln!(w, "  v{} -> v{} [label=\"{}\", color={color}, fontsize=8];", e.src, e.dst, dot_escape(rule))?;
+        writeln!(
+            w,
+            "  v{} -> v{} [label=\"{}\", color={color}, fontsize=8];",
+            e.src,
+            e.dst,
+            dot_escape(rule)
+        )?;
     }
     writeln!(w, "}}")
 }

@@ -67,7 +67,9 @@ pub struct ExperimentResult {
 pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> Vec<Experiment> {
     let mut cands: Vec<(f64, u32, u32)> = Vec::new(); // (score, trace, step)
     for (v, vx) in vertices.iter().enumerate() {
-        let Vertex::Value { trace, step } = *vx else { continue };
+        let Vertex::Value { trace, step } = *vx else {
+            continue;
+        };
         let tr = &dump.traces[trace as usize];
         if dump.failure_step(tr).is_none() {
             continue;
@@ -86,7 +88,10 @@ pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> 
         .map(|(id, (score, trace, step))| {
             let tr = &dump.traces[trace as usize];
             let stmt = tr.steps[step as usize].stmt;
-            let occurrence = tr.steps[..=step as usize].iter().filter(|s| s.stmt == stmt).count() as u32;
+            let occurrence = tr.steps[..=step as usize]
+                .iter()
+                .filter(|s| s.stmt == stmt)
+                .count() as u32;
             let st = &dump.stmts[stmt as usize];
             Experiment {
                 id,
@@ -105,11 +110,18 @@ pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> 
 
 /// Checks that results read from a file correspond to the plan (same test, statement and
 /// occurrence for every result); returns them in plan order.
-pub fn match_results(plan: &[Experiment], results: Vec<ExperimentResult>, path: &Path) -> Result<Vec<ExperimentResult>, String> {
+pub fn match_results(
+    plan: &[Experiment],
+    results: Vec<ExperimentResult>,
+    path: &Path,
+) -> Result<Vec<ExperimentResult>, String> {
     let mut out = Vec::new();
     for r in results {
         let e = &r.experiment;
-        let Some(p) = plan.iter().find(|p| p.test == e.test && p.stmt == e.stmt && p.occurrence == e.occurrence) else {
+        let Some(p) = plan
+            .iter()
+            .find(|p| p.test == e.test && p.stmt == e.stmt && p.occurrence == e.occurrence)
+        else {
             return Err(format!(
                 "{}: experiment (test {:?}, stmt {:?}, occurrence {}) is not in the plan for this dump (run `prosecutor plan` with the same options)",
                 path.display(),
@@ -137,16 +149,29 @@ pub struct RunOptions {
 }
 
 /// Runs every experiment with the dump's `[rerun]` command.
-pub fn run(dump: &Dump, plan: &[Experiment], o: &RunOptions) -> Result<Vec<ExperimentResult>, String> {
-    let rerun = dump.manifest.rerun.as_ref().ok_or_else(|| "the dump has no [rerun] section".to_owned())?;
+pub fn run(
+    dump: &Dump,
+    plan: &[Experiment],
+    o: &RunOptions,
+) -> Result<Vec<ExperimentResult>, String> {
+    let rerun = dump
+        .manifest
+        .rerun
+        .as_ref()
+        .ok_or_else(|| "the dump has no [rerun] section".to_owned())?;
     let cwd: PathBuf = match &rerun.cwd {
         Some(c) if Path::new(c).is_absolute() => PathBuf::from(c),
         Some(c) => dump.dir.join(c),
         None => dump.dir.clone(),
     };
     let tmp = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let bar = o.progress.then(|| crate::progress::bar(plan.len() as u64, "counterfactual experiments"));
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(o.jobs.max(1)).build().map_err(|e| e.to_string())?;
+    let bar = o
+        .progress
+        .then(|| crate::progress::bar(plan.len() as u64, "counterfactual experiments"));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(o.jobs.max(1))
+        .build()
+        .map_err(|e| e.to_string())?;
     let results: Vec<ExperimentResult> = pool.install(|| {
         use rayon::prelude::*;
         plan.par_iter()
@@ -172,7 +197,13 @@ pub fn run(dump: &Dump, plan: &[Experiment], o: &RunOptions) -> Result<Vec<Exper
     Ok(results)
 }
 
-fn run_one(rerun: &crate::dump::Rerun, cwd: &Path, e: &Experiment, out: &Path, timeout: Duration) -> ExperimentResult {
+fn run_one(
+    rerun: &crate::dump::Rerun,
+    cwd: &Path,
+    e: &Experiment,
+    out: &Path,
+    timeout: Duration,
+) -> ExperimentResult {
     let subst = |a: &str| {
         a.replace("{test}", &e.test)
             .replace("{stmt}", &e.stmt)
@@ -188,13 +219,22 @@ fn run_one(rerun: &crate::dump::Rerun, cwd: &Path, e: &Experiment, out: &Path, t
         duration_ms: start.elapsed().as_millis() as u64,
     };
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     for (k, v) in &rerun.env {
         cmd.env(k, v);
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(err) => return finish(CfxOutcome::Crash, format!("cannot start {:?}: {err}", argv[0])),
+        Err(err) => {
+            return finish(
+                CfxOutcome::Crash,
+                format!("cannot start {:?}: {err}", argv[0]),
+            )
+        }
     };
     use wait_timeout::ChildExt;
     let status = match child.wait_timeout(timeout) {
@@ -202,7 +242,10 @@ fn run_one(rerun: &crate::dump::Rerun, cwd: &Path, e: &Experiment, out: &Path, t
         Ok(None) => {
             let _ = child.kill();
             let _ = child.wait();
-            return finish(CfxOutcome::Timeout, format!("killed after {} ms", timeout.as_millis()));
+            return finish(
+                CfxOutcome::Timeout,
+                format!("killed after {} ms", timeout.as_millis()),
+            );
         }
         Err(err) => return finish(CfxOutcome::Crash, format!("waiting failed: {err}")),
     };
@@ -222,7 +265,10 @@ fn run_one(rerun: &crate::dump::Rerun, cwd: &Path, e: &Experiment, out: &Path, t
     fn yes() -> bool {
         true
     }
-    match std::fs::read_to_string(out).ok().and_then(|t| serde_json::from_str::<Reported>(&t).ok()) {
+    match std::fs::read_to_string(out)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Reported>(&t).ok())
+    {
         Some(r) if !r.flipped => finish(CfxOutcome::Void, r.detail),
         Some(r) => {
             let o = match r.outcome.as_str() {
@@ -232,11 +278,23 @@ fn run_one(rerun: &crate::dump::Rerun, cwd: &Path, e: &Experiment, out: &Path, t
             };
             finish(o, r.detail)
         }
-        None if status.success() => finish(CfxOutcome::Pass, "exit status 0 (no result file)".to_owned()),
-        None => finish(CfxOutcome::Crash, format!("exit status {status}; {}", last_line(&stderr))),
+        None if status.success() => finish(
+            CfxOutcome::Pass,
+            "exit status 0 (no result file)".to_owned(),
+        ),
+        None => finish(
+            CfxOutcome::Crash,
+            format!("exit status {status}; {}", last_line(&stderr)),
+        ),
     }
 }
 
 fn last_line(s: &str) -> String {
-    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(200).collect()
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }

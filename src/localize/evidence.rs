@@ -20,13 +20,23 @@ pub fn evidence(dump: &Dump, p: &Premises) -> Vec<Option<bool>> {
                 let m = dump.stmts[s as usize].method;
                 (dump.methods[m as usize].role == Role::Test).then_some(true)
             }
-            Vertex::Def { trace, step, .. } | Vertex::Value { trace, step } => observe(dump, &failure, trace, step, true),
-            Vertex::Arg { trace, step, .. } | Vertex::This { trace, step, .. } => observe(dump, &failure, trace, step, false),
+            Vertex::Def { trace, step, .. } | Vertex::Value { trace, step } => {
+                observe(dump, &failure, trace, step, true)
+            }
+            Vertex::Arg { trace, step, .. } | Vertex::This { trace, step, .. } => {
+                observe(dump, &failure, trace, step, false)
+            }
         })
         .collect()
 }
 
-fn observe(dump: &Dump, failure: &[Option<u32>], trace: u32, step: u32, defined_here: bool) -> Option<bool> {
+fn observe(
+    dump: &Dump,
+    failure: &[Option<u32>],
+    trace: u32,
+    step: u32,
+    defined_here: bool,
+) -> Option<bool> {
     let tr = &dump.traces[trace as usize];
     match dump.manifest.tests[tr.test].outcome {
         Outcome::Pass => Some(true),

@@ -82,7 +82,11 @@ impl Default for Options {
             compress: true,
             passing: 10,
             cpd: Cpd::default(),
-            bp: BpOptions { tol: 1e-7, max_iter: 2000, ..BpOptions::default() },
+            bp: BpOptions {
+                tol: 1e-7,
+                max_iter: 2000,
+                ..BpOptions::default()
+            },
             granularity: Granularity::Line,
             k: 20,
             cfx: CfxSource::Off,
@@ -143,16 +147,39 @@ pub struct Model {
 }
 
 impl Model {
-    pub fn build(name: &'static str, dump: &Dump, rules: &Rules, views: &[TraceView]) -> Result<Model, Error> {
+    pub fn build(
+        name: &'static str,
+        dump: &Dump,
+        rules: &Rules,
+        views: &[TraceView],
+    ) -> Result<Model, Error> {
         let (epg, premises) = crate::pipeline::derive(dump, rules, views)?;
         let evidence = evidence::evidence(dump, &premises);
         let pairs = epg.pairs();
-        let index = premises.vertices.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
-        Ok(Model { name, premises, epg, pairs, evidence, index })
+        let index = premises
+            .vertices
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (*v, i as u32))
+            .collect();
+        Ok(Model {
+            name,
+            premises,
+            epg,
+            pairs,
+            evidence,
+            index,
+        })
     }
 
     /// Infers marginals with `cfx` virtual vertices added (each: parents, observed incorrect).
-    pub fn infer(&self, dump: &Dump, cfx: &[Vec<Vertex>], cpd: &Cpd, bp: &BpOptions) -> Result<Marginals, Error> {
+    pub fn infer(
+        &self,
+        dump: &Dump,
+        cfx: &[Vec<Vertex>],
+        cpd: &Cpd,
+        bp: &BpOptions,
+    ) -> Result<Marginals, Error> {
         let n = self.premises.vertices.len();
         let mut pairs = self.pairs.clone();
         let mut evidence = self.evidence.clone();
@@ -165,7 +192,8 @@ impl Model {
             }
             evidence.push(Some(false));
         }
-        let dag = Dag::from_edges(n + cfx.len(), &pairs).map_err(|e| Error::Other(format!("{}: {e}", self.name)))?;
+        let dag = Dag::from_edges(n + cfx.len(), &pairs)
+            .map_err(|e| Error::Other(format!("{}: {e}", self.name)))?;
         infer::loopy_bp(&dag, cpd, &evidence, bp).map_err(|e| match e {
             infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => Error::Other(format!(
                 "the evidence is contradictory at {} (observed incorrect, but everything it depends on is known correct: \
@@ -204,18 +232,34 @@ impl Model {
 
 /// The traces to analyse in each setting.
 pub fn select_traces(dump: &Dump, passing: usize) -> (Vec<usize>, Vec<usize>) {
-    let failing: Vec<usize> = (0..dump.traces.len()).filter(|&t| dump.failure_step(&dump.traces[t]).is_some()).collect();
+    let failing: Vec<usize> = (0..dump.traces.len())
+        .filter(|&t| dump.failure_step(&dump.traces[t]).is_some())
+        .collect();
     let methods = |t: usize| -> BTreeSet<u32> {
-        dump.traces[t].frames.iter().map(|f| f.method).filter(|&m| dump.methods[m as usize].role == Role::App).collect()
+        dump.traces[t]
+            .frames
+            .iter()
+            .map(|f| f.method)
+            .filter(|&m| dump.methods[m as usize].role == Role::App)
+            .collect()
     };
     let fm: BTreeSet<u32> = failing.iter().flat_map(|&t| methods(t)).collect();
     let mut cands: Vec<(usize, usize, usize)> = (0..dump.traces.len())
         .filter(|&t| dump.failure_step(&dump.traces[t]).is_none())
-        .map(|t| (methods(t).intersection(&fm).count(), dump.traces[t].steps.len(), t))
+        .map(|t| {
+            (
+                methods(t).intersection(&fm).count(),
+                dump.traces[t].steps.len(),
+                t,
+            )
+        })
         .filter(|c| c.0 > 0)
         .collect();
     cands.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    (failing, cands.into_iter().take(passing).map(|c| c.2).collect())
+    (
+        failing,
+        cands.into_iter().take(passing).map(|c| c.2).collect(),
+    )
 }
 
 /// Trace views, compressed or not.
@@ -224,16 +268,28 @@ pub fn views(dump: &Dump, traces: &[usize], compress: bool) -> Vec<TraceView> {
         .iter()
         .map(|&t| {
             let tr = &dump.traces[t];
-            TraceView { trace: t, keep: compress.then(|| crate::compress::compress(dump, tr, tr.steps.len(), dump.failure_step(tr))) }
+            TraceView {
+                trace: t,
+                keep: compress.then(|| {
+                    crate::compress::compress(dump, tr, tr.steps.len(), dump.failure_step(tr))
+                }),
+            }
         })
         .collect()
 }
 
 /// The vertices a successful experiment's `cfx` vertex depends on (see [`CfxModel`]).
 fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec<Vertex> {
-    let Some(t) = dump.traces.iter().position(|t| t.id == e.trace) else { return Vec::new() };
-    let v = Vertex::Value { trace: t as u32, step: e.step };
-    let Some(&id) = model.index.get(&v) else { return Vec::new() };
+    let Some(t) = dump.traces.iter().position(|t| t.id == e.trace) else {
+        return Vec::new();
+    };
+    let v = Vertex::Value {
+        trace: t as u32,
+        step: e.step,
+    };
+    let Some(&id) = model.index.get(&v) else {
+        return Vec::new();
+    };
     let mut out = vec![v];
     match how {
         CfxModel::Successors => {
@@ -246,11 +302,20 @@ fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec
         CfxModel::Reroute => {
             // global step id of the branch instance
             let steps = &model.premises.steps;
-            let Some(r) = steps.iter().position(|s| s.trace == t as u32 && s.index == e.step) else { return out };
+            let Some(r) = steps
+                .iter()
+                .position(|s| s.trace == t as u32 && s.index == e.step)
+            else {
+                return out;
+            };
             let r = r as u32;
             let lastctrl = model.premises.rel("lastctrl");
-            let mut controlled: std::collections::HashSet<u32> =
-                lastctrl.rows.chunks_exact(2).filter(|c| c[1] == r).map(|c| c[0]).collect();
+            let mut controlled: std::collections::HashSet<u32> = lastctrl
+                .rows
+                .chunks_exact(2)
+                .filter(|c| c[1] == r)
+                .map(|c| c[0])
+                .collect();
             // steps of frames entered from controlled call steps (transitively)
             let tr = &dump.traces[t];
             let mut frames: std::collections::HashSet<u32> = std::collections::HashSet::new();
@@ -261,14 +326,20 @@ fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec
                 }
                 let f = tr.steps[s.index as usize].frame;
                 if let Some(c) = tr.frames[f as usize].call_step {
-                    let cg = steps[..g].iter().rposition(|x| x.trace == t as u32 && x.index == c).map(|x| x as u32);
+                    let cg = steps[..g]
+                        .iter()
+                        .rposition(|x| x.trace == t as u32 && x.index == c)
+                        .map(|x| x as u32);
                     if frames.contains(&f) || cg.is_some_and(|cg| controlled.contains(&cg)) {
                         frames.insert(f);
                         controlled.insert(g as u32);
                     }
                 }
             }
-            let mut stmts: Vec<u32> = controlled.iter().map(|&g| tr.steps[steps[g as usize].index as usize].stmt).collect();
+            let mut stmts: Vec<u32> = controlled
+                .iter()
+                .map(|&g| tr.steps[steps[g as usize].index as usize].stmt)
+                .collect();
             stmts.sort_unstable();
             stmts.dedup();
             out.extend(stmts.into_iter().map(Vertex::Stmt));
@@ -281,19 +352,34 @@ fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec
 pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, Error> {
     let (failing, passing) = select_traces(dump, o.passing);
     if failing.is_empty() {
-        return Err(Error::Other(format!("{}: no failing test has a trace: nothing to localize", dump.dir.display())));
+        return Err(Error::Other(format!(
+            "{}: no failing test has a trace: nothing to localize",
+            dump.dir.display()
+        )));
     }
-    let traces: Vec<usize> = if o.mode == Mode::Fp { failing.iter().chain(&passing).copied().collect() } else { failing };
+    let traces: Vec<usize> = if o.mode == Mode::Fp {
+        failing.iter().chain(&passing).copied().collect()
+    } else {
+        failing
+    };
     let model = Model::build("F", dump, rules, &views(dump, &traces, o.compress))?;
     let m = model.infer(dump, &[], &o.cpd, &o.bp)?;
-    Ok(cfx::plan(dump, &model.premises.vertices, &m.p_incorrect, o.k))
+    Ok(cfx::plan(
+        dump,
+        &model.premises.vertices,
+        &m.p_incorrect,
+        o.k,
+    ))
 }
 
 pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error> {
     let start = Instant::now();
     let (failing, passing) = select_traces(dump, o.passing);
     if failing.is_empty() {
-        return Err(Error::Other(format!("{}: no failing test has a trace: nothing to localize", dump.dir.display())));
+        return Err(Error::Other(format!(
+            "{}: no failing test has a trace: nothing to localize",
+            dump.dir.display()
+        )));
     }
     let fp_traces: Vec<usize> = failing.iter().chain(&passing).copied().collect();
     let mut models: Vec<Model> = Vec::new();
@@ -304,7 +390,10 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
     }
     if o.mode != Mode::F {
         let v = views(dump, &fp_traces, o.compress);
-        kept = v.iter().map(|v| v.keep.as_ref().map_or(0, |k| k.len())).sum();
+        kept = v
+            .iter()
+            .map(|v| v.keep.as_ref().map_or(0, |k| k.len()))
+            .sum();
         models.push(Model::build("F∪P", dump, rules, &v)?);
     }
     if kept == 0 {
@@ -321,7 +410,12 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
     let experiments: Vec<ExperimentResult> = match &o.cfx {
         CfxSource::Off => Vec::new(),
         CfxSource::Run(ro) => {
-            let plan = cfx::plan(dump, &models[0].premises.vertices, &first[0].p_incorrect, o.k);
+            let plan = cfx::plan(
+                dump,
+                &models[0].premises.vertices,
+                &first[0].p_incorrect,
+                o.k,
+            );
             if dump.manifest.rerun.is_some() && !plan.is_empty() {
                 cfx::run(dump, &plan, ro).map_err(Error::Other)?
             } else {
@@ -329,21 +423,41 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
             }
         }
         CfxSource::Results(path) => {
-            let plan = cfx::plan(dump, &models[0].premises.vertices, &first[0].p_incorrect, o.k);
-            let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
-            let results: Vec<ExperimentResult> = serde_json::from_str(&text)
-                .map_err(|e| Error::Other(format!("{}:{}: not a list of experiment results: {e}", path.display(), e.line())))?;
+            let plan = cfx::plan(
+                dump,
+                &models[0].premises.vertices,
+                &first[0].p_incorrect,
+                o.k,
+            );
+            let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+                path: path.display().to_string(),
+                source: e,
+            })?;
+            let results: Vec<ExperimentResult> = serde_json::from_str(&text).map_err(|e| {
+                Error::Other(format!(
+                    "{}:{}: not a list of experiment results: {e}",
+                    path.display(),
+                    e.line()
+                ))
+            })?;
             cfx::match_results(&plan, results, path).map_err(Error::Other)?
         }
     };
-    let passed: Vec<&Experiment> = experiments.iter().filter(|r| r.outcome == CfxOutcome::Pass).map(|r| &r.experiment).collect();
+    let passed: Vec<&Experiment> = experiments
+        .iter()
+        .filter(|r| r.outcome == CfxOutcome::Pass)
+        .map(|r| &r.experiment)
+        .collect();
     let mut rankings: Vec<Vec<Ranked>> = Vec::new();
     let mut final_runs = Vec::new();
     for (i, m) in models.iter().enumerate() {
         let marg = if passed.is_empty() {
             first[i].clone()
         } else {
-            let parents: Vec<Vec<Vertex>> = passed.iter().map(|e| cfx_parents(m, e, dump, o.cfx_model)).collect();
+            let parents: Vec<Vec<Vertex>> = passed
+                .iter()
+                .map(|e| cfx_parents(m, e, dump, o.cfx_model))
+                .collect();
             let marg = m.infer(dump, &parents, &o.cpd, &o.bp)?;
             runs.push(m.run_info("with counterfactuals", &marg.convergence, parents.len()));
             marg
@@ -368,6 +482,12 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
         ranking,
         convergence,
         experiments,
-        stats: Stats { failing_traces: failing.len(), passing_traces: passing.len(), steps, kept_steps: kept, seconds: start.elapsed().as_secs_f64() },
+        stats: Stats {
+            failing_traces: failing.len(),
+            passing_traces: passing.len(),
+            steps,
+            kept_steps: kept,
+            seconds: start.elapsed().as_secs_f64(),
+        },
     })
 }

@@ -46,7 +46,9 @@ pub fn round12(x: f64) -> f64 {
 
 /// Aggregates statement scores into ranked entries.
 pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
-    let mut groups: BTreeMap<(String, u32, String), (f64, String, Vec<String>)> = BTreeMap::new();
+    // (file, line, statement or method) → (best score, its method, statements)
+    type Group = (f64, String, Vec<String>);
+    let mut groups: BTreeMap<(String, u32, String), Group> = BTreeMap::new();
     for (&s, &score) in scores {
         let st = &dump.stmts[s as usize];
         let m = &dump.methods[st.method as usize];
@@ -57,11 +59,18 @@ pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
             Granularity::Line => (st.file.clone(), st.line, String::new()),
             Granularity::Statement => (st.file.clone(), st.line, st.id.clone()),
             Granularity::Method => {
-                let first = m.stmts.iter().map(|&x| dump.stmts[x as usize].line).min().unwrap_or(st.line);
+                let first = m
+                    .stmts
+                    .iter()
+                    .map(|&x| dump.stmts[x as usize].line)
+                    .min()
+                    .unwrap_or(st.line);
                 (st.file.clone(), first, m.id.clone())
             }
         };
-        let e = groups.entry(key).or_insert((f64::NEG_INFINITY, String::new(), Vec::new()));
+        let e = groups
+            .entry(key)
+            .or_insert((f64::NEG_INFINITY, String::new(), Vec::new()));
         if score > e.0 {
             e.0 = score;
             e.1 = m.id.clone();
@@ -70,9 +79,20 @@ pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
     }
     let mut v: Vec<Ranked> = groups
         .into_iter()
-        .map(|((file, line, _), (score, method, statements))| Ranked { rank: 0, file, line, score, method, statements })
+        .map(|((file, line, _), (score, method, statements))| Ranked {
+            rank: 0,
+            file,
+            line,
+            score,
+            method,
+            statements,
+        })
         .collect();
-    v.sort_by(|a, b| round12(b.score).total_cmp(&round12(a.score)).then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line))));
+    v.sort_by(|a, b| {
+        round12(b.score)
+            .total_cmp(&round12(a.score))
+            .then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line)))
+    });
     assign_ranks(&mut v, |r| round12(r.score));
     v
 }
@@ -136,7 +156,10 @@ pub fn aggregate(f: &[Ranked], fp: &[Ranked], g: Granularity) -> Vec<Ranked> {
             ((a.min(b), b), r)
         })
         .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| (&a.1.file, a.1.line).cmp(&(&b.1.file, b.1.line))));
+    v.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| (&a.1.file, a.1.line).cmp(&(&b.1.file, b.1.line)))
+    });
     let keys: Vec<(usize, usize)> = v.iter().map(|x| x.0).collect();
     let mut out: Vec<Ranked> = v.into_iter().map(|x| x.1).collect();
     let mut rank = 0;

@@ -34,7 +34,12 @@ fn replace_line(d: &Path, file: &str, n: usize, with: &str) {
 }
 
 fn line(d: &Path, file: &str, n: usize) -> String {
-    std::fs::read_to_string(d.join(file)).unwrap().lines().nth(n - 1).unwrap().to_owned()
+    std::fs::read_to_string(d.join(file))
+        .unwrap()
+        .lines()
+        .nth(n - 1)
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
@@ -45,7 +50,10 @@ fn wrong_column_count() {
         replace_line(d, "step.facts", 3, &cols[..3].join("\t"));
     });
     assert_eq!(code, 2);
-    assert!(err.contains("step.facts:3:") && err.contains("expected 4 tab-separated columns, found 3"), "{err}");
+    assert!(
+        err.contains("step.facts:3:") && err.contains("expected 4 tab-separated columns, found 3"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -57,7 +65,10 @@ fn unknown_statement() {
         replace_line(d, "step.facts", 5, &cols.join("\t"));
     });
     assert_eq!(code, 2);
-    assert!(err.contains("step.facts:5:") && err.contains("unknown statement \"no.such.stmt\""), "{err}");
+    assert!(
+        err.contains("step.facts:5:") && err.contains("unknown statement \"no.such.stmt\""),
+        "{err}"
+    );
 }
 
 #[test]
@@ -70,7 +81,10 @@ fn steps_out_of_order() {
         })
     });
     assert_eq!(code, 2);
-    assert!(err.contains("step.facts:4:") && err.contains("steps out of order"), "{err}");
+    assert!(
+        err.contains("step.facts:4:") && err.contains("steps out of order"),
+        "{err}"
+    );
 }
 
 /// A step in a frame that already returned: the dump format's "return with no open frame".
@@ -81,9 +95,18 @@ fn step_in_a_returned_frame() {
         // callee frame again.
         let text = std::fs::read_to_string(d.join("step.facts")).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        let tc1: Vec<(usize, &str)> = lines.iter().enumerate().filter(|(_, l)| l.starts_with("tc1\t")).map(|(i, l)| (i, *l)).collect();
+        let tc1: Vec<(usize, &str)> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("tc1\t"))
+            .map(|(i, l)| (i, *l))
+            .collect();
         let (last_i, last) = *tc1.last().unwrap();
-        let callee_frame = tc1.iter().map(|(_, l)| l.split('\t').nth(3).unwrap()).find(|f| *f != last.split('\t').nth(3).unwrap()).unwrap();
+        let callee_frame = tc1
+            .iter()
+            .map(|(_, l)| l.split('\t').nth(3).unwrap())
+            .find(|f| *f != last.split('\t').nth(3).unwrap())
+            .unwrap();
         let mut cols: Vec<&str> = last.split('\t').collect();
         let prev_stmt = tc1[tc1.len() - 2].1.split('\t').nth(2).unwrap();
         cols[2] = prev_stmt;
@@ -96,30 +119,51 @@ fn step_in_a_returned_frame() {
         std::fs::write(d.join("step.facts"), out.join("\n") + "\n").unwrap();
     });
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("step.facts") && (err.contains("returned at step") || err.contains("no longer on the stack") || err.contains("belongs to method")), "{err}");
+    assert!(
+        err.contains("step.facts")
+            && (err.contains("returned at step")
+                || err.contains("no longer on the stack")
+                || err.contains("belongs to method")),
+        "{err}"
+    );
 }
 
 #[test]
 fn missing_relation() {
     let (code, err) = corrupt(|d| std::fs::remove_file(d.join("cfg.facts")).unwrap());
     assert_eq!(code, 2);
-    assert!(err.contains("cfg.facts") && err.contains("missing relation `cfg`"), "{err}");
+    assert!(
+        err.contains("cfg.facts") && err.contains("missing relation `cfg`"),
+        "{err}"
+    );
 }
 
 #[test]
 fn bad_manifest_version() {
-    let (code, err) = corrupt(|d| rewrite(d, "manifest.toml", |s| s.replace("version = 1", "version = 99")));
+    let (code, err) = corrupt(|d| {
+        rewrite(d, "manifest.toml", |s| {
+            s.replace("version = 1", "version = 99")
+        })
+    });
     assert_eq!(code, 2);
-    assert!(err.contains("manifest.toml") && err.contains("unsupported dump format version 99"), "{err}");
+    assert!(
+        err.contains("manifest.toml") && err.contains("unsupported dump format version 99"),
+        "{err}"
+    );
 }
 
 #[test]
 fn branch_step_without_outcome() {
     let (code, err) = corrupt(|d| {
-        rewrite(d, "branch.facts", |s| s.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n");
+        rewrite(d, "branch.facts", |s| {
+            s.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n"
+        });
     });
     assert_eq!(code, 2);
-    assert!(err.contains("branch.facts") && err.contains("has no outcome"), "{err}");
+    assert!(
+        err.contains("branch.facts") && err.contains("has no outcome"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -35,7 +35,13 @@ pub fn derive(dump: &Dump, rules: &Rules) -> Epg {
 pub fn named_edges(dump: &Dump, g: &Epg) -> Vec<(String, String, String)> {
     g.edges
         .iter()
-        .map(|e| (g.rule_names[e.rule as usize].clone(), g.vertex_name(dump, e.src), g.vertex_name(dump, e.dst)))
+        .map(|e| {
+            (
+                g.rule_names[e.rule as usize].clone(),
+                g.vertex_name(dump, e.src),
+                g.vertex_name(dump, e.dst),
+            )
+        })
         .collect()
 }
 

@@ -23,7 +23,12 @@ fn interpreted_equals_compiled_on_synthetic_dumps() {
     let dir = tempfile::tempdir().unwrap();
     for seed in [7, 8, 9] {
         let p = dir.path().join(format!("s{seed}"));
-        let o = prosecutor::synth::SynthOptions { steps: 5000, seed, methods: 12, ..Default::default() };
+        let o = prosecutor::synth::SynthOptions {
+            steps: 5000,
+            seed,
+            methods: 12,
+            ..Default::default()
+        };
         prosecutor::synth::write_dump(&p, &o).unwrap();
         same(&load(&p));
     }

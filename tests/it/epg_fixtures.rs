@@ -26,8 +26,12 @@ fn readme_expectations_hold() {
     for (name, path) in dump_fixtures() {
         let dump = load(&path);
         let g = derive(&dump, &Rules::default_rules());
-        let edges: BTreeSet<(String, String, String)> = named_edges(&dump, &g).into_iter().collect();
-        let pairs: BTreeSet<(String, String)> = edges.iter().map(|(_, a, b)| (a.clone(), b.clone())).collect();
+        let edges: BTreeSet<(String, String, String)> =
+            named_edges(&dump, &g).into_iter().collect();
+        let pairs: BTreeSet<(String, String)> = edges
+            .iter()
+            .map(|(_, a, b)| (a.clone(), b.clone()))
+            .collect();
         let readme = std::fs::read_to_string(path.join("README.md")).unwrap();
         for c in re.captures_iter(&readme) {
             let (kind, a, b) = (&c[1], c[3].trim().to_owned(), c[4].trim().to_owned());
@@ -42,7 +46,10 @@ fn readme_expectations_hold() {
             checked += 1;
         }
     }
-    assert!(checked >= 100, "only {checked} expectations found in the fixture READMEs");
+    assert!(
+        checked >= 100,
+        "only {checked} expectations found in the fixture READMEs"
+    );
 }
 
 fn has(dump_name: &str, rule: &str, a: &str, b: &str) -> bool {
@@ -65,7 +72,10 @@ fn fig6_return_depends_on_if_in_while_true() {
     let dump = load(&root().join("fixtures/dumps/while_true_fig6"));
     let cd = prosecutor::cdg::ControlDeps::compute(&dump);
     let (ret, iff) = (dump.stmt("w.6").unwrap(), dump.stmt("w.5").unwrap());
-    assert!(cd.parents[ret as usize].contains(&iff), "w.6 must be control-dependent on w.5");
+    assert!(
+        cd.parents[ret as usize].contains(&iff),
+        "w.6 must be control-dependent on w.5"
+    );
     assert!(has("while_true_fig6", "R_CTRL1", "t3:#@15", "t3:#@16"));
 }
 
@@ -80,7 +90,11 @@ fn every_rule_fires_somewhere() {
         }
     }
     for r in prosecutor::epg::RuleName::ALL {
-        assert!(fired.contains(r.as_str()), "no fixture fires {}", r.as_str());
+        assert!(
+            fired.contains(r.as_str()),
+            "no fixture fires {}",
+            r.as_str()
+        );
     }
 }
 
@@ -89,7 +103,8 @@ fn every_epg_is_acyclic() {
     for (name, path) in dump_fixtures() {
         let dump = load(&path);
         let g = derive(&dump, &Rules::default_rules());
-        g.check_acyclic(&dump).unwrap_or_else(|e| panic!("{name}: {e}"));
+        g.check_acyclic(&dump)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!g.edges.is_empty(), "{name}: no edges");
     }
 }
@@ -100,7 +115,15 @@ fn synthetic_epg_is_acyclic() {
     let dir = tempfile::tempdir().unwrap();
     for seed in 1..4 {
         let p = dir.path().join(format!("s{seed}"));
-        prosecutor::synth::write_dump(&p, &prosecutor::synth::SynthOptions { steps: 3000, seed, ..Default::default() }).unwrap();
+        prosecutor::synth::write_dump(
+            &p,
+            &prosecutor::synth::SynthOptions {
+                steps: 3000,
+                seed,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let dump = load(&p);
         let g = derive(&dump, &Rules::default_rules());
         g.check_acyclic(&dump).unwrap();

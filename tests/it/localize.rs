@@ -10,17 +10,31 @@ fn localize_json(args: &[&str]) -> Value {
     all.extend_from_slice(args);
     all.extend_from_slice(&["--format", "json"]);
     let out = run(&all);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn dump(name: &str) -> String {
-    root().join("fixtures/dumps").join(name).to_str().unwrap().to_owned()
+    root()
+        .join("fixtures/dumps")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// (rank, score) of the first ranking entry whose statements include `stmt`, or at `line`.
 fn find(r: &Value, pred: impl Fn(&Value) -> bool) -> (u64, f64) {
-    let e = r["ranking"].as_array().unwrap().iter().find(|e| pred(e)).expect("entry in ranking");
+    let e = r["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| pred(e))
+        .expect("entry in ranking");
     (e["rank"].as_u64().unwrap(), e["score"].as_f64().unwrap())
 }
 
@@ -29,7 +43,9 @@ fn line(r: &Value, l: u64) -> (u64, f64) {
 }
 
 fn stmt(r: &Value, s: &str) -> (u64, f64) {
-    find(r, |e| e["statements"].as_array().unwrap().iter().any(|x| x == s))
+    find(r, |e| {
+        e["statements"].as_array().unwrap().iter().any(|x| x == s)
+    })
 }
 
 /// Table 1: line 26 (the crash) first, the buggy line 9 within the top 3; convergence reported.
@@ -53,7 +69,11 @@ fn fig3_results(dir: &std::path::Path) -> String {
     assert!(out.status.success());
     let mut plan: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!plan.is_empty() && plan.len() <= 20);
-    assert!(plan.iter().any(|e| e["stmt"] == "lp.21" && e["step"] == 11 && e["occurrence"] == 1), "lp.21@11 is planned");
+    assert!(
+        plan.iter()
+            .any(|e| e["stmt"] == "lp.21" && e["step"] == 11 && e["occurrence"] == 1),
+        "lp.21@11 is planned"
+    );
     for e in &mut plan {
         let pass = e["stmt"] == "lp.21" && e["occurrence"] == 1;
         e["outcome"] = Value::from(if pass { "pass" } else { "fail" });
@@ -84,20 +104,52 @@ fn fig3_counterfactual_raises_line_22() {
     assert_eq!(r1, 1);
     assert!(r1 <= r0);
     assert!(s1 > s0 + 0.1, "line 22: {s0} -> {s1}");
-    assert_eq!(cfx["experiments"].as_array().unwrap().iter().filter(|e| e["outcome"] == "pass").count(), 1);
-    assert!(cfx["convergence"]["runs"].as_array().unwrap().iter().any(|r| r["phase"] == "with counterfactuals"));
+    assert_eq!(
+        cfx["experiments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["outcome"] == "pass")
+            .count(),
+        1
+    );
+    assert!(cfx["convergence"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["phase"] == "with counterfactuals"));
 
-    let base_s = localize_json(&[&dump("leftpad_fig3"), "--no-cfx", "--granularity", "statement"]);
-    let cfx_s = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results, "--granularity", "statement"]);
+    let base_s = localize_json(&[
+        &dump("leftpad_fig3"),
+        "--no-cfx",
+        "--granularity",
+        "statement",
+    ]);
+    let cfx_s = localize_json(&[
+        &dump("leftpad_fig3"),
+        "--cfx",
+        &results,
+        "--granularity",
+        "statement",
+    ]);
     let (a0, _) = stmt(&base_s, "lp.22a");
     let (a1, _) = stmt(&cfx_s, "lp.22a");
     assert!(a1 < a0, "faulty statement lp.22a: rank {a0} -> {a1}");
 
-    let lit = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results, "--cfx-model", "successors"]);
+    let lit = localize_json(&[
+        &dump("leftpad_fig3"),
+        "--cfx",
+        &results,
+        "--cfx-model",
+        "successors",
+    ]);
     let (_, s2) = line(&lit, 22);
     let (_, b0) = line(&base, 21);
     let (_, b2) = line(&lit, 21);
-    assert!(s2 < s0 && b2 > b0, "successors model: line 22 {s0} -> {s2}, branch line 21 {b0} -> {b2}");
+    assert!(
+        s2 < s0 && b2 > b0,
+        "successors model: line 22 {s0} -> {s2}, branch line 21 {b0} -> {b2}"
+    );
 }
 
 #[test]
@@ -105,12 +157,25 @@ fn cfx_results_that_do_not_match_the_plan_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.json");
     std::fs::write(&p, r#"[{"id":0,"test":"StringUtils::testCase1","trace":"tc1","step":3,"stmt":"lp.999","occurrence":1,"file":"x","line":1,"score":0.5,"outcome":"pass"}]"#).unwrap();
-    let out = run(&["localize", &dump("leftpad_fig3"), "--cfx", p.to_str().unwrap()]);
+    let out = run(&[
+        "localize",
+        &dump("leftpad_fig3"),
+        "--cfx",
+        p.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.json") && err.contains("not in the plan"), "{err}");
+    assert!(
+        err.contains("bad.json") && err.contains("not in the plan"),
+        "{err}"
+    );
     std::fs::write(&p, "{ not json").unwrap();
-    let out = run(&["localize", &dump("leftpad_fig3"), "--cfx", p.to_str().unwrap()]);
+    let out = run(&[
+        "localize",
+        &dump("leftpad_fig3"),
+        "--cfx",
+        p.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.json:1"));
 }
@@ -123,11 +188,21 @@ fn compression_keeps_the_ranking_order() {
     for (name, _) in dump_fixtures() {
         let a = localize_json(&[&dump(&name), "--no-cfx"]);
         let b = localize_json(&[&dump(&name), "--no-cfx", "--no-compress"]);
-        let order = |r: &Value| r["ranking"].as_array().unwrap().iter().map(|e| e["line"].as_u64().unwrap()).collect::<Vec<_>>();
+        let order = |r: &Value| {
+            r["ranking"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["line"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(order(&a), order(&b), "{name}");
     }
     let a = localize_json(&[&dump("leftpad_fig3"), "--no-cfx"]);
-    assert!(a["stats"]["kept_steps"].as_u64().unwrap() < a["stats"]["steps"].as_u64().unwrap(), "the passing loop trace is compressed");
+    assert!(
+        a["stats"]["kept_steps"].as_u64().unwrap() < a["stats"]["steps"].as_u64().unwrap(),
+        "the passing loop trace is compressed"
+    );
 }
 
 #[test]
@@ -150,10 +225,24 @@ fn modes_and_granularity() {
 fn table_and_csv_output() {
     let out = run(&["localize", &dump("leftpad_fig1"), "--no-cfx", "--top", "3"]);
     let t = String::from_utf8(out.stdout).unwrap();
-    assert!(t.contains("StringUtils.java:26") && t.contains("inference: converged") && t.contains("... 11 more"), "{t}");
-    let out = run(&["localize", &dump("leftpad_fig1"), "--no-cfx", "--format", "csv"]);
+    assert!(
+        t.contains("StringUtils.java:26")
+            && t.contains("inference: converged")
+            && t.contains("... 11 more"),
+        "{t}"
+    );
+    let out = run(&[
+        "localize",
+        &dump("leftpad_fig1"),
+        "--no-cfx",
+        "--format",
+        "csv",
+    ]);
     let c = String::from_utf8(out.stdout).unwrap();
-    assert!(c.starts_with("rank,file,line,score,method\n1,StringUtils.java,26,"), "{c}");
+    assert!(
+        c.starts_with("rank,file,line,score,method\n1,StringUtils.java,26,"),
+        "{c}"
+    );
 }
 
 #[test]

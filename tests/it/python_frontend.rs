@@ -44,22 +44,44 @@ fn python_fixtures_eval() {
         .split("[[case]]")
         .skip(1)
         .filter(|c| !c.contains("\"to_base_hang\""))
-        .map(|c| format!("[[case]]{}", c.replace("dir = \"", &format!("dir = \"{}/", fixtures.display()))))
+        .map(|c| {
+            format!(
+                "[[case]]{}",
+                c.replace("dir = \"", &format!("dir = \"{}/", fixtures.display()))
+            )
+        })
         .collect();
     assert_eq!(kept.len(), EXPECTED.len());
     let manifest = out.path().join("cases.toml");
     std::fs::write(&manifest, kept.join("")).unwrap();
-    let o = run(&["eval", manifest.to_str().unwrap(), "--out", out.path().to_str().unwrap(), "--jobs", "2", "--no-cfx"]);
+    let o = run(&[
+        "eval",
+        manifest.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--jobs",
+        "2",
+        "--no-cfx",
+    ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let rows = csv_rows(out.path());
     for &(case, want) in EXPECTED {
-        let r = rows.iter().find(|r| r[0] == case && r[1] == "prosecutor-nocfx").unwrap_or_else(|| panic!("{case} missing"));
+        let r = rows
+            .iter()
+            .find(|r| r[0] == case && r[1] == "prosecutor-nocfx")
+            .unwrap_or_else(|| panic!("{case} missing"));
         assert_eq!(r[7], "", "{case}: {}", r[7]);
         let pos: usize = r[2].parse().unwrap();
-        assert_eq!(pos, want, "{case}: faulty line at position {pos}, expected {want}");
+        assert_eq!(
+            pos, want,
+            "{case}: faulty line at position {pos}, expected {want}"
+        );
     }
-    assert_eq!(rows.iter().filter(|r| r[1] == "prosecutor-nocfx").count(), EXPECTED.len());
+    assert_eq!(
+        rows.iter().filter(|r| r[1] == "prosecutor-nocfx").count(),
+        EXPECTED.len()
+    );
     let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
     insta::assert_snapshot!("python_fixtures_summary", redact_times(&summary));
 }
@@ -77,21 +99,60 @@ fn hanging_test_is_a_timeout_failure() {
     let project = root().join("fixtures/python/to_base_hang");
     let o = bin()
         .current_dir(&project)
-        .args(["trace", "--src", "src", "--out", dump.to_str().unwrap(), "--test-timeout", "1", "--", "python3", "-m", "pytest", "-q", "tests"])
+        .args([
+            "trace",
+            "--src",
+            "src",
+            "--out",
+            dump.to_str().unwrap(),
+            "--test-timeout",
+            "1",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "-q",
+            "tests",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let d = prosecutor::dump::Dump::load(&dump).unwrap();
-    let t = d.manifest.tests.iter().find(|t| t.failure_kind.as_deref() == Some("timeout")).expect("a timeout failure");
-    let tr = d.traces.iter().find(|tr| d.manifest.tests[tr.test].id == t.id).unwrap();
+    let t = d
+        .manifest
+        .tests
+        .iter()
+        .find(|t| t.failure_kind.as_deref() == Some("timeout"))
+        .expect("a timeout failure");
+    let tr = d
+        .traces
+        .iter()
+        .find(|tr| d.manifest.tests[tr.test].id == t.id)
+        .unwrap();
     let fs = d.failure_step(tr).unwrap() as usize;
     let st = &d.stmts[tr.steps[fs].stmt as usize];
     assert_eq!(st.file, "radix.py");
-    let o = run(&["localize", dump.to_str().unwrap(), "--no-cfx", "--format", "json"]);
+    let o = run(&[
+        "localize",
+        dump.to_str().unwrap(),
+        "--no-cfx",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(r["stats"]["kept_steps"].as_u64().unwrap() * 10 < r["stats"]["steps"].as_u64().unwrap(), "the endless loop is compressed");
-    assert!(r["ranking"].as_array().unwrap().iter().any(|e| e["line"] == 12), "the faulty line is ranked");
+    assert!(
+        r["stats"]["kept_steps"].as_u64().unwrap() * 10 < r["stats"]["steps"].as_u64().unwrap(),
+        "the endless loop is compressed"
+    );
+    assert!(
+        r["ranking"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["line"] == 12),
+        "the faulty line is ranked"
+    );
 }
 
 /// Fig. 3 on real Python: flipping `pads < pad_len` (line 21) makes the failing test pass, and
@@ -107,7 +168,21 @@ fn fig3_python_counterfactual() {
     let project = root().join("fixtures/python/leftpad_fig3");
     let o = bin()
         .current_dir(&project)
-        .args(["localize", "--src", "src", "--keep-dump", dump.to_str().unwrap(), "--format", "json", "--", "python3", "-m", "pytest", "-q", "tests"])
+        .args([
+            "localize",
+            "--src",
+            "src",
+            "--keep-dump",
+            dump.to_str().unwrap(),
+            "--format",
+            "json",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "-q",
+            "tests",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -118,12 +193,32 @@ fn fig3_python_counterfactual() {
         ex.iter().any(|e| e["line"] == 21 && e["outcome"] == "pass"),
         "flipping line 21 passes: {ex:?}"
     );
-    let o = run(&["localize", dump.to_str().unwrap(), "--no-cfx", "--format", "json"]);
+    let o = run(&[
+        "localize",
+        dump.to_str().unwrap(),
+        "--no-cfx",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success());
     let without: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let score = |r: &Value| r["ranking"].as_array().unwrap().iter().find(|e| e["line"] == 22).unwrap()["score"].as_f64().unwrap();
+    let score = |r: &Value| {
+        r["ranking"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["line"] == 22)
+            .unwrap()["score"]
+            .as_f64()
+            .unwrap()
+    };
     assert_eq!(with["ranking"][0]["line"], 22);
-    assert!(score(&with) > score(&without), "line 22: {} -> {}", score(&without), score(&with));
+    assert!(
+        score(&with) > score(&without),
+        "line 22: {} -> {}",
+        score(&without),
+        score(&with)
+    );
 }
 
 /// Bad input to the front-end: a syntax error in SRC, and a suite with no failing test.
@@ -138,15 +233,38 @@ fn python_bad_input() {
     std::fs::create_dir_all(p.join("tests")).unwrap();
     std::fs::write(p.join("tests/conftest.py"), "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n").unwrap();
     std::fs::write(p.join("src/m.py"), "def f(x):\n    return x + 1\n").unwrap();
-    std::fs::write(p.join("tests/test_m.py"), "from m import f\n\ndef test_f():\n    assert f(1) == 2\n").unwrap();
-    let o = bin().current_dir(p).args(["localize", "--src", "src", "--", "python3", "-m", "pytest", "-q", "tests"]).output().unwrap();
+    std::fs::write(
+        p.join("tests/test_m.py"),
+        "from m import f\n\ndef test_f():\n    assert f(1) == 2\n",
+    )
+    .unwrap();
+    let o = bin()
+        .current_dir(p)
+        .args([
+            "localize", "--src", "src", "--", "python3", "-m", "pytest", "-q", "tests",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no failing test"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no failing test"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     std::fs::write(p.join("src/m.py"), "def f(x):\n    return x +\n").unwrap();
-    let o = bin().current_dir(p).args(["localize", "--src", "src", "--", "python3", "-m", "pytest", "-q", "tests"]).output().unwrap();
+    let o = bin()
+        .current_dir(p)
+        .args([
+            "localize", "--src", "src", "--", "python3", "-m", "pytest", "-q", "tests",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("m.py:2"), "{err}");
     // the user's files are untouched
-    assert_eq!(std::fs::read_to_string(p.join("src/m.py")).unwrap(), "def f(x):\n    return x +\n");
+    assert_eq!(
+        std::fs::read_to_string(p.join("src/m.py")).unwrap(),
+        "def f(x):\n    return x +\n"
+    );
 }

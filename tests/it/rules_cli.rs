@@ -5,10 +5,15 @@ use crate::common::*;
 
 fn rule_counts(args: &[&str]) -> std::collections::BTreeMap<String, usize> {
     let out = run(args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut m = std::collections::BTreeMap::new();
     for line in String::from_utf8(out.stdout).unwrap().lines().skip(1) {
-        *m.entry(line.rsplit(',').next().unwrap().to_owned()).or_insert(0) += 1;
+        *m.entry(line.rsplit(',').next().unwrap().to_owned())
+            .or_insert(0) += 1;
     }
     m
 }
@@ -19,12 +24,24 @@ fn ablation_rule_file_removes_unexplored_branch_edges() {
     let d = dump.to_str().unwrap();
     let full = rule_counts(&["derive", d, "--format", "csv"]);
     let ablation_path = root().join("rules/epg-no-unexplored.dl");
-    let ablated = rule_counts(&["derive", d, "--format", "csv", "--rules", ablation_path.to_str().unwrap()]);
+    let ablated = rule_counts(&[
+        "derive",
+        d,
+        "--format",
+        "csv",
+        "--rules",
+        ablation_path.to_str().unwrap(),
+    ]);
     for r in ["R_CTRL2", "R_OP3", "R_OP4"] {
-        assert!(full.get(r).copied().unwrap_or(0) > 0, "default rules derive {r}");
+        assert!(
+            full.get(r).copied().unwrap_or(0) > 0,
+            "default rules derive {r}"
+        );
         assert_eq!(ablated.get(r), None, "the ablation derives no {r}");
     }
-    for r in ["R_l", "R_DU", "R_CTRL1", "R_OP1", "R_OP2", "R_CL1", "R_CL2", "R_CL3"] {
+    for r in [
+        "R_l", "R_DU", "R_CTRL1", "R_OP1", "R_OP2", "R_CL1", "R_CL2", "R_CL3",
+    ] {
         assert_eq!(full.get(r), ablated.get(r), "{r} unchanged by the ablation");
     }
 }
@@ -37,7 +54,14 @@ fn an_edited_rule_file_changes_the_output_without_rebuilding() {
     let mut text = std::fs::read_to_string(root().join("rules/epg.dl")).unwrap();
     text.push_str("\n// new: every statement vertex points at the values of the same step twice removed\nedge(L, V, \"R_MINE\") :- lastctrl(I, J), step(J, S), stmt_vertex(S, L), vd(I, _, V).\n");
     std::fs::write(&p, text).unwrap();
-    let counts = rule_counts(&["derive", root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(), "--format", "csv", "--rules", p.to_str().unwrap()]);
+    let counts = rule_counts(&[
+        "derive",
+        root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(),
+        "--format",
+        "csv",
+        "--rules",
+        p.to_str().unwrap(),
+    ]);
     assert!(counts.get("R_MINE").copied().unwrap_or(0) > 0, "{counts:?}");
 }
 
@@ -49,10 +73,21 @@ fn broken_rule_file_reports_file_line_column_and_caret() {
     let out = run(&["check-rules", p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("broken.dl:4:6: error:") && err.contains("`Y`"), "{err}");
-    assert!(err.contains("4 | e(X, Y, \"R\") :- a(X).") && err.contains("|      ^"), "{err}");
+    assert!(
+        err.contains("broken.dl:4:6: error:") && err.contains("`Y`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("4 | e(X, Y, \"R\") :- a(X).") && err.contains("|      ^"),
+        "{err}"
+    );
     // derive with the same file fails the same way, before reading the dump
-    let out = run(&["derive", root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(), "--rules", p.to_str().unwrap()]);
+    let out = run(&[
+        "derive",
+        root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(),
+        "--rules",
+        p.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }
@@ -62,10 +97,18 @@ fn rules_that_do_not_match_the_forward_pass_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("iface.dl");
     std::fs::write(&p, ".decl stepz(i: unsigned)\n.input stepz\n.decl edge(s: unsigned, d: unsigned, r: symbol)\n.output edge\nedge(I, I, \"x\") :- stepz(I).\n").unwrap();
-    let out = run(&["derive", root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(), "--rules", p.to_str().unwrap()]);
+    let out = run(&[
+        "derive",
+        root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(),
+        "--rules",
+        p.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("iface.dl") && err.contains("no relation `stepz`"), "{err}");
+    assert!(
+        err.contains("iface.dl") && err.contains("no relation `stepz`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -75,7 +118,12 @@ fn rules_that_create_a_cycle_are_rejected() {
     let mut text = std::fs::read_to_string(root().join("rules/epg.dl")).unwrap();
     text.push_str("\nedge(V, L, \"R_BACK\") :- v(I, V), step(I, S), stmt_vertex(S, L).\n");
     std::fs::write(&p, text).unwrap();
-    let out = run(&["derive", root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(), "--rules", p.to_str().unwrap()]);
+    let out = run(&[
+        "derive",
+        root().join("fixtures/dumps/leftpad_fig1").to_str().unwrap(),
+        "--rules",
+        p.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cycle") && err.contains("R_BACK"), "{err}");
@@ -87,9 +135,18 @@ fn output_formats() {
     let d = d.to_str().unwrap();
     let json = run(&["derive", d, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert!(v["edges"].as_array().unwrap().len() > 10 && v["rule_counts"]["R_CTRL1"].as_u64().unwrap() > 0);
+    assert!(
+        v["edges"].as_array().unwrap().len() > 10
+            && v["rule_counts"]["R_CTRL1"].as_u64().unwrap() > 0
+    );
     let dot = String::from_utf8(run(&["derive", d, "--format", "dot"]).stdout).unwrap();
-    assert!(dot.starts_with("digraph epg {") && dot.contains("->") && dot.trim_end().ends_with('}'));
+    assert!(
+        dot.starts_with("digraph epg {") && dot.contains("->") && dot.trim_end().ends_with('}')
+    );
     let tsv = String::from_utf8(run(&["derive", d, "--format", "tsv"]).stdout).unwrap();
-    assert!(tsv.contains("# vertices") && tsv.contains("# edges") && tsv.contains("stmt:w.6\tstatement\t"));
+    assert!(
+        tsv.contains("# vertices")
+            && tsv.contains("# edges")
+            && tsv.contains("stmt:w.6\tstatement\t")
+    );
 }
