@@ -36,7 +36,7 @@ impl Rules {
             .map_err(|d| Error::Epg(EpgError::Rules(d.to_string())))?;
         Ok(Rules::Interpreted {
             path: name,
-            program,
+            program: Box::new(program),
         })
     }
 
