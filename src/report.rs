@@ -62,6 +62,14 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
                 writeln!(w, "  ... {} more (use --top)", r.ranking.len() - n)?;
             }
             let c = &r.convergence;
+            if c.runs.is_empty() {
+                // a baseline: no inference ran
+                return writeln!(
+                    w,
+                    "\ntraces: {} failing, {} passing; {} steps",
+                    r.stats.failing_traces, r.stats.passing_traces, r.stats.steps
+                );
+            }
             writeln!(
                 w,
                 "\ninference: {} ({} iterations, final max change {:.1e}){}",
