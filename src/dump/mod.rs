@@ -207,8 +207,8 @@ impl Dump {
 
     fn load_static(&mut self) -> Result<(), DumpError> {
         let dir = self.dir.clone();
-        // method.facts first: statements refer to methods. Entries are resolved after stmt.facts.
-        let mut entries: Vec<(String, PathBuf, usize)> = Vec::new();
+        // method.facts first: statements refer to methods. Entries are resolved after stmt.facts
+        // (a second read of method.facts, so errors keep their line numbers).
         read_rows(&dir, "method", 3, true, |_, c| {
             let role = match c[1] {
                 "app" => Role::App,
@@ -227,7 +227,6 @@ impl Dump {
                 this_formal: None,
                 stmts: Vec::new(),
             });
-            entries.push((c[2].to_owned(), dir.join("method.facts"), 0));
             Ok(())
         })?;
         read_rows(&dir, "stmt", 6, true, |_, c| {
@@ -275,7 +274,6 @@ impl Dump {
             m.entry = entry;
             Ok(())
         })?;
-        drop(entries);
         self.defs = vec![Vec::new(); n];
         self.uses = vec![Vec::new(); n];
         self.actuals = vec![Vec::new(); n];
