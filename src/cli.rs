@@ -81,6 +81,9 @@ pub struct ModelArgs {
     /// Maximum number of passing traces in the F∪P model.
     #[arg(long, default_value_t = 10)]
     pub passing: usize,
+    /// Refuse (exit 2) to build a model over more trace steps than this (after compression).
+    #[arg(long)]
+    pub max_steps: Option<usize>,
     /// Number of counterfactual experiments (most suspicious branch instances).
     #[arg(long, default_value_t = 20)]
     pub k: usize,
@@ -121,6 +124,7 @@ impl ModelArgs {
             mode: self.mode,
             compress: !self.no_compress,
             passing: self.passing,
+            max_steps: self.max_steps,
             cpd: Cpd {
                 p: self.p,
                 prior: self.prior,

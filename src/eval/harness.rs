@@ -88,6 +88,8 @@ pub struct Settings<'a> {
     pub cfx_timeout: Option<Duration>,
     /// Default per-test time limit when tracing.
     pub test_timeout: Duration,
+    /// Step limit of every PROSECUTOR model (see `localize::Options::max_steps`).
+    pub max_steps: Option<usize>,
 }
 
 /// One technique on one case.
@@ -274,6 +276,7 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
             Tech::Prosecutor(v) => {
                 let mut o = Options {
                     granularity: Granularity::Line,
+                    max_steps: s.max_steps,
                     ..Options::default()
                 };
                 match v {

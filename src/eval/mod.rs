@@ -62,6 +62,11 @@ pub struct EvalArgs {
     /// Per-test time limit when tracing, in seconds (a case's `timeout` overrides it).
     #[arg(long, default_value_t = 10.0)]
     pub test_timeout: f64,
+    /// A PROSECUTOR variant whose model would hold more trace steps than this (after its
+    /// compression setting) is not run on that case and is reported as an error (a guard against
+    /// the `w/o compression` ablation on an endless loop); 0 = no limit.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_steps: usize,
 }
 
 /// A baseline's ranking of a dump, as a `localize` report (same printing, same shape).
@@ -140,6 +145,7 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         cfx_jobs: if m.cases.len() == 1 { jobs } else { 1 },
         cfx_timeout: a.cfx_timeout.map(Duration::from_secs_f64),
         test_timeout: Duration::from_secs_f64(a.test_timeout),
+        max_steps: (a.max_steps > 0).then_some(a.max_steps),
     };
     let bar = crate::progress::bar(m.cases.len() as u64, "eval");
     let pool = rayon::ThreadPoolBuilder::new()

@@ -615,6 +615,7 @@ def test_negative():
                     .replace("{stmt}", "stats.py:4:8")
                     .replace("{occurrence}", "2")
                     .replace("{out}", out.to_str().unwrap())
+                    .replace("{dump}", s.dump.to_str().unwrap())
             })
             .collect();
         let mut c = Command::new(&argv[0]);

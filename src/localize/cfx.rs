@@ -183,7 +183,7 @@ pub fn run(
                     let orig = test.and_then(|t| t.duration_ms).unwrap_or(0);
                     Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
                 });
-                let r = run_one(rerun, &cwd, e, &out, timeout);
+                let r = run_one(rerun, &dump.dir, &cwd, e, &out, timeout);
                 if let Some(b) = &bar {
                     b.inc(1);
                 }
@@ -199,16 +199,19 @@ pub fn run(
 
 fn run_one(
     rerun: &crate::dump::Rerun,
+    dump_dir: &Path,
     cwd: &Path,
     e: &Experiment,
     out: &Path,
     timeout: Duration,
 ) -> ExperimentResult {
+    let dump_dir = std::fs::canonicalize(dump_dir).unwrap_or_else(|_| dump_dir.to_path_buf());
     let subst = |a: &str| {
         a.replace("{test}", &e.test)
             .replace("{stmt}", &e.stmt)
             .replace("{occurrence}", &e.occurrence.to_string())
             .replace("{out}", &out.display().to_string())
+            .replace("{dump}", &dump_dir.display().to_string())
     };
     let argv: Vec<String> = rerun.command.iter().map(|a| subst(a)).collect();
     let start = Instant::now();

@@ -73,6 +73,9 @@ pub struct Options {
     pub k: usize,
     pub cfx: CfxSource,
     pub cfx_model: CfxModel,
+    /// Refuse to build a model over more trace steps than this (after compression); `None` = no
+    /// limit. A guard for harnesses: an uncompressed endless loop can hold millions of steps.
+    pub max_steps: Option<usize>,
 }
 
 impl Default for Options {
@@ -91,6 +94,7 @@ impl Default for Options {
             k: 20,
             cfx: CfxSource::Off,
             cfx_model: CfxModel::Reroute,
+            max_steps: None,
         }
     }
 }
@@ -262,6 +266,31 @@ pub fn select_traces(dump: &Dump, passing: usize) -> (Vec<usize>, Vec<usize>) {
     )
 }
 
+/// The views of `traces` for a model (compressed when `o.compress`), checked against
+/// `o.max_steps`.
+fn model_views(dump: &Dump, traces: &[usize], o: &Options) -> Result<Vec<TraceView>, Error> {
+    let v = views(dump, traces, o.compress);
+    if let Some(max) = o.max_steps {
+        let n: usize = v
+            .iter()
+            .map(|v| {
+                v.keep
+                    .as_ref()
+                    .map_or(dump.traces[v.trace].steps.len(), |k| k.len())
+            })
+            .sum();
+        if n > max {
+            return Err(Error::Other(format!(
+                "{}: the model would hold {n} trace steps{}, more than the limit of {max} \
+                 (--max-steps)",
+                dump.dir.display(),
+                if o.compress { " after compression" } else { " (uncompressed)" }
+            )));
+        }
+    }
+    Ok(v)
+}
+
 /// Trace views, compressed or not.
 pub fn views(dump: &Dump, traces: &[usize], compress: bool) -> Vec<TraceView> {
     traces
@@ -362,7 +391,7 @@ pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, 
     } else {
         failing
     };
-    let model = Model::build("F", dump, rules, &views(dump, &traces, o.compress))?;
+    let model = Model::build("F", dump, rules, &model_views(dump, &traces, o)?)?;
     let m = model.infer(dump, &[], &o.cpd, &o.bp)?;
     Ok(cfx::plan(
         dump,
@@ -385,11 +414,11 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
     let mut models: Vec<Model> = Vec::new();
     let mut kept = 0;
     if o.mode != Mode::Fp {
-        let v = views(dump, &failing, o.compress);
+        let v = model_views(dump, &failing, o)?;
         models.push(Model::build("F", dump, rules, &v)?);
     }
     if o.mode != Mode::F {
-        let v = views(dump, &fp_traces, o.compress);
+        let v = model_views(dump, &fp_traces, o)?;
         kept = v
             .iter()
             .map(|v| v.keep.as_ref().map_or(0, |k| k.len()))

@@ -528,7 +528,7 @@ def _write_manifest(st, entries):
         "[rerun]",
         "command = [" + ", ".join(_q(a) for a in [sys.executable, "-m", "prosecutor_tracer.flip", "--test", "{test}",
                                                   "--stmt", "{stmt}", "--occurrence", "{occurrence}",
-                                                  "--out", "{out}", "--config", cfg_path]) + "]",
+                                                  "--out", "{out}", "--config", "{dump}/rerun.json"]) + "]",
         f"cwd = {_q(st.cwd)}",
         f"timeout_ms = {timeout_ms}",
         f"env = {{ PYTHONHASHSEED = \"0\", PYTHONPATH = {_q(pkg_parent)} }}",
