@@ -148,6 +148,7 @@ pub const RELATIONS: &[(&str, &str)] = &[
     ("map", "ussu"),
     ("lastdef_close", "usuu"),
     ("rdfinverse", "ss"),
+    ("copy", "s"),
 ];
 
 struct Out {
@@ -179,6 +180,7 @@ const ISRCVOBJ: usize = 13;
 const MAP: usize = 14;
 const LASTDEF_CLOSE: usize = 15;
 const RDFINVERSE: usize = 16;
+const COPY: usize = 17;
 
 /// A formal bound at a call step: (variable, (global step of the call, argument vertex)).
 type Binding = (VarId, (u32, u32));
@@ -231,6 +233,9 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
     }
     for (r, l) in cd.rdfinverse() {
         out.push(RDFINVERSE, &[layout.stmt(r), layout.stmt(l)]);
+    }
+    for (s, _) in dump.copy.iter().enumerate().filter(|c| *c.1) {
+        out.push(COPY, &[layout.stmt(s as u32)]);
     }
 
     let mut pool: Vec<FrameState> = Vec::new();

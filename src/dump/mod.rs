@@ -159,6 +159,8 @@ pub struct Dump {
     pub actuals: Vec<Vec<(u32, VarId)>>,
     pub receiver: Vec<Option<VarId>>,
     pub loop_head: Vec<bool>,
+    /// Statements that only copy one variable's value (`copy.facts`, optional).
+    pub copy: Vec<bool>,
     pub traces: Vec<Trace>,
     /// Statement coverage per test (index into `manifest.tests`), when the front-end wrote it.
     pub coverage: Option<Vec<(usize, StmtId)>>,
@@ -191,6 +193,7 @@ impl Dump {
             actuals: Vec::new(),
             receiver: Vec::new(),
             loop_head: Vec::new(),
+            copy: Vec::new(),
             traces: Vec::new(),
             coverage: None,
             edge_coverage: None,
@@ -279,6 +282,7 @@ impl Dump {
         self.actuals = vec![Vec::new(); n];
         self.receiver = vec![None; n];
         self.loop_head = vec![false; n];
+        self.copy = vec![false; n];
         let stmt_ids = &self.stmt_ids;
         let lookup = |s: &str| {
             stmt_ids
@@ -398,6 +402,11 @@ impl Dump {
         let loop_head = &mut self.loop_head;
         read_rows(&dir, "loop_head", 1, true, |_, c| {
             loop_head[lookup(c[0])? as usize] = true;
+            Ok(())
+        })?;
+        let copy = &mut self.copy;
+        read_rows(&dir, "copy", 1, false, |_, c| {
+            copy[lookup(c[0])? as usize] = true;
             Ok(())
         })?;
         Ok(())

@@ -27,6 +27,7 @@ crepe! {
     @input struct Map(u32, u32, u32, u32);
     @input struct LastdefClose(u32, u32, u32, u32);
     @input struct Rdfinverse(u32, u32);
+    @input struct CopyStmt(u32);
     @input struct HashSym(u32);
     @input struct ThisSym(u32);
 
@@ -46,8 +47,8 @@ crepe! {
     // unexplored(I, U, RV) :- lastdef(I, U, J, _), ctx(I, C), ctrldef(LR, U), exec(LR, C, R), J < R, R < I, vd(R, "#", RV).
     Unexplored(i, u, rv) <- Lastdef(i, u, j, _), Ctx(i, c), Ctrldef(lr, u), Exec(lr, c, r), (j < r), (r < i), Vd(r, h, rv), HashSym(h);
 
-    // R_l: edge(L, V, "R_l") :- v(I, V), step(I, S), stmt_vertex(S, L).
-    Edge(l, v, RuleName::Rl) <- V(i, v), Step(i, s), StmtVertex(s, l);
+    // R_l: edge(L, V, "R_l") :- v(I, V), step(I, S), stmt_vertex(S, L), !copy(S).
+    Edge(l, v, RuleName::Rl) <- V(i, v), Step(i, s), StmtVertex(s, l), !CopyStmt(s);
     // R_DU: edge(W, V, "R_DU") :- vd(I, _, V), lastdef(I, _, _, W).
     Edge(w, v, RuleName::RDu) <- Vd(i, _, v), Lastdef(i, _, _, w);
     // R_CTRL1: edge(U, V, "R_CTRL1") :- v(I, V), lastctrl(I, J), vd(J, _, U).
@@ -96,6 +97,7 @@ pub fn derive(p: &Premises) -> Vec<(u32, u32, RuleName)> {
     feed!("map", |c| Map(c[0], c[1], c[2], c[3]), 4);
     feed!("lastdef_close", |c| LastdefClose(c[0], c[1], c[2], c[3]), 4);
     feed!("rdfinverse", |c| Rdfinverse(c[0], c[1]), 2);
+    feed!("copy", |c| CopyStmt(c[0]), 1);
     rt.extend([HashSym(p.symbols.hash())]);
     rt.extend([ThisSym(p.symbols.this())]);
     let (edges,) = rt.run();

@@ -401,7 +401,7 @@ def write_dump(st):
         if f is not None:
             files[rp] = f
     names = ["stmt", "method", "def", "use", "cfg", "formal", "this_formal", "actual", "receiver",
-             "loop_head", "frame", "step", "branch", "bind", "coverage", "edge_coverage"]
+             "loop_head", "copy", "frame", "step", "branch", "bind", "coverage", "edge_coverage"]
     w = {n: _Facts(out, n + ".facts") for n in names}
     known = set()
     cfg_edges = set()
@@ -430,6 +430,8 @@ def write_dump(st):
                         w["actual"].row(nid, i, v)
                 if n.receiver:
                     w["receiver"].row(nid, n.receiver)
+                if n.copy:
+                    w["copy"].row(nid)
         for (a, b, k) in sorted(f.edges):
             w["cfg"].row(a, b, k)
             cfg_edges.add((a, b))

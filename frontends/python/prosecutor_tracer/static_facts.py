@@ -47,7 +47,7 @@ class StaticError(Exception):
 class Node:
     __slots__ = (
         "id", "method", "kind", "file", "line", "col", "text", "defs", "uses", "real",
-        "actuals", "receiver", "tsucc", "fsucc", "stmt", "wrapped", "code",
+        "actuals", "receiver", "tsucc", "fsucc", "stmt", "wrapped", "code", "copy",
     )
 
     def __init__(self, nid, method, kind, file, line, col, text, real, stmt=None):
@@ -68,6 +68,7 @@ class Node:
         self.stmt = stmt or nid     # the statement this (pseudo-)node belongs to
         self.wrapped = False        # its outcome is reported by an instrumentation wrapper
         self.code = False           # some bytecode maps to it (it can be executed)
+        self.copy = False           # it only copies one variable's value (copy.facts)
 
 
 class Method:
@@ -708,6 +709,7 @@ class Analyzer:
         # ---- simple statements
         if isinstance(s, ast.Return):
             n = self.simple_node(m, s, "return")
+            n.copy = isinstance(s.value, ast.Name)      # `return x`
             ns = expr_names(s.value)
             n.uses |= ns.uses
             n.defs |= ns.defs
@@ -770,6 +772,9 @@ class Analyzer:
             n.uses |= ns.uses
             n.defs |= ns.defs
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            # `y = x` (one plain name to one plain name): the value is x's, no operation
+            n.copy = (not isinstance(s, ast.AugAssign) and isinstance(value, ast.Name)
+                      and len(targets) == 1 and isinstance(targets[0], ast.Name))
             for t in targets:
                 if isinstance(s, ast.AnnAssign) and s.value is None:
                     continue
