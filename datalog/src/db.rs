@@ -9,7 +9,7 @@ use std::time::Instant;
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
+use crate::eval::{buf_from_flat, make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -332,6 +332,7 @@ impl Program {
     /// Evaluate the program over `db`: input relations are read from `db` (by name), every
     /// derived relation is written back to `db`, sorted and deduplicated.
     pub fn evaluate(&self, db: &mut Database) -> Result<EvalStats, EvalError> {
+        let t_eval = Instant::now();
         let decls = &self.decls;
         let derived: HashSet<usize> = self.strata.iter().flat_map(|s| s.rels.clone()).collect();
         // Validate the provided relations.
@@ -407,8 +408,10 @@ impl Program {
             }
         }
 
+        prof_since("evaluate: validate, encode, sort inputs", t_eval);
         let result = self.run_strata(&mut data, &consts);
 
+        let t = Instant::now();
         // Put everything back (also on error, so inputs are not lost).
         for (r, d) in decls.iter().enumerate() {
             if present[r] || derived.contains(&r) {
@@ -418,6 +421,7 @@ impl Program {
                 db.insert_flat(&d.name, d.arity(), rows);
             }
         }
+        prof_since("evaluate: write back", t);
         result
     }
 
@@ -441,6 +445,7 @@ impl Program {
         let mut summaries: HashMap<usize, Vec<u32>> = HashMap::new();
 
         for (si, st) in self.strata.iter().enumerate() {
+            let t0 = Instant::now();
             // Build the permuted indexes of complete relations this stratum reads.
             for p in st.base.iter().chain(&st.delta) {
                 let mut needed: Vec<usize> = p
@@ -471,6 +476,55 @@ impl Program {
                 }
             }
 
+            prof_since("stratum: permuted indexes", t0);
+            if st.delta.is_empty() {
+                // Not recursive: evaluate every rule once into one buffer per relation, then
+                // sort and deduplicate once (no semi-naive bookkeeping, no batch merges).
+                let t_nr = Instant::now();
+                // The stratum's rules do not read its relations: move their input tuples out.
+                let mut seeds: Vec<Vec<u32>> =
+                    st.rels.iter().map(|&r| std::mem::take(&mut data[r])).collect();
+                let complete = |ix: usize| -> Batch {
+                    let def = &self.indexes[ix];
+                    let rows = if def.is_identity() {
+                        &data[def.rel]
+                    } else {
+                        cache.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
+                    };
+                    let summary = summaries.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
+                    Batch { rows, summary }
+                };
+                let mut outs: Vec<(usize, Vec<u32>)> = Vec::with_capacity(st.rels.len());
+                for (k, &r) in st.rels.iter().enumerate() {
+                    let d = &self.decls[r];
+                    let mut out = buf_from_flat(d.arity(), std::mem::take(&mut seeds[k]))
+                        .ok_or_else(|| EvalError::UnsupportedArity(d.name.clone()))?;
+                    for p in st.base.iter().filter(|p| p.head_rel == r) {
+                        if let Some(d) = build_data(p, &[], &complete) {
+                            out = self.exec(p, d, consts, out)?;
+                        }
+                    }
+                    outs.push((r, out.into_flat()));
+                }
+                let t_sort = Instant::now();
+                for (r, mut rows) in outs {
+                    sort_dedup(self.decls[r].arity(), &mut rows);
+                    data[r] = rows;
+                }
+                prof_since("stratum (not recursive): sort", t_sort);
+                prof_since("stratum (not recursive)", t_nr);
+                for &r in &st.rels {
+                    stats.derived.push((
+                        self.decls[r].name.clone(),
+                        data[r].len() / self.decls[r].arity(),
+                    ));
+                }
+                stats.strata += 1;
+                cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+                summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+                continue;
+            }
+            let t0 = Instant::now();
             let mut iteration = Iteration::new();
             let mut vars: HashMap<usize, Box<dyn DynVar>> = HashMap::new();
             for &r in &st.rels {
@@ -495,6 +549,8 @@ impl Program {
                 }
             }
 
+            prof_since("stratum: variables", t0);
+            let t_it = Instant::now();
             {
                 let data_ref: &[Vec<u32>] = data;
                 let cache_ref = &cache;
@@ -520,9 +576,12 @@ impl Program {
                         }
                     };
                     if let Some(out) = out {
+                        let t = Instant::now();
                         self.add_rows(p.head_rel, out, &vars, &idx_vars);
+                        prof_since("stratum: add rows", t);
                     }
                 }
+                let t = Instant::now();
                 while iteration.changed() {
                     stats.iterations += 1;
                     for p in &st.delta {
@@ -541,6 +600,8 @@ impl Program {
                     }
                 }
             }
+            prof_since("stratum: rules + iterate", t_it);
+            let t0 = Instant::now();
             drop(idx_vars);
             for (r, v) in vars.drain() {
                 data[r] = v.complete_flat();
@@ -551,6 +612,7 @@ impl Program {
                     data[r].len() / self.decls[r].arity(),
                 ));
             }
+            prof_since("stratum: complete", t0);
             stats.strata += 1;
             cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
             summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
@@ -659,6 +721,7 @@ impl Program {
     ) -> Result<Box<dyn RowBuf>, EvalError> {
         let ex = Exec::new(p, data);
         let t = Instant::now();
+        let before = out.len();
         let st = ex.run(consts, out);
         if profiling() {
             eprintln!(
@@ -667,7 +730,7 @@ impl Program {
                 p.line,
                 self.decls[p.head_rel].name,
                 t.elapsed().as_secs_f64(),
-                st.out.len()
+                st.out.len() - before
             );
         }
         if st.div_by_zero {
@@ -678,6 +741,12 @@ impl Program {
             });
         }
         Ok(st.out)
+    }
+}
+
+fn prof_since(what: &str, t: Instant) {
+    if profiling() {
+        eprintln!("datalog: {what}: {:.3} s", t.elapsed().as_secs_f64());
     }
 }
 

@@ -86,7 +86,7 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
             k
         })
         .collect();
-    keys.sort_unstable();
+    radix_sort(&mut keys, total);
     for (r, &k) in rows.iter_mut().zip(keys.iter()) {
         let mut k = k;
         for c in (0..N).rev() {
@@ -98,12 +98,55 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
     true
 }
 
+/// Sort `keys` whose values are below `2^bits` (LSD radix sort, 8-bit digits, for large
+/// inputs; `sort_unstable` otherwise).
+pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
+    if keys.len() < 1 << 16 {
+        keys.sort_unstable();
+        return;
+    }
+    let passes = bits.div_ceil(8);
+    let mut tmp: Vec<u64> = vec![0; keys.len()];
+    let mut src: &mut Vec<u64> = keys;
+    let mut dst: &mut Vec<u64> = &mut tmp;
+    let mut swapped = false;
+    for pass in 0..passes {
+        let shift = pass * 8;
+        let mut counts = [0usize; 256];
+        for &k in src.iter() {
+            counts[((k >> shift) & 0xff) as usize] += 1;
+        }
+        if counts.iter().any(|&c| c == src.len()) {
+            continue; // all keys share this digit
+        }
+        let mut sum = 0;
+        for c in counts.iter_mut() {
+            let x = *c;
+            *c = sum;
+            sum += x;
+        }
+        for &k in src.iter() {
+            let d = ((k >> shift) & 0xff) as usize;
+            dst[counts[d]] = k;
+            counts[d] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+        swapped = !swapped;
+    }
+    if swapped {
+        // The sorted keys are in `tmp`.
+        std::mem::swap(keys, &mut tmp);
+    }
+}
+
 /// Output rows of a rule, typed by arity.
 pub(crate) trait RowBuf {
     fn push(&mut self, row: &[u32]);
     fn as_flat(&self) -> &[u32];
     fn len(&self) -> usize;
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+    /// The rows, flat and row-major.
+    fn into_flat(self: Box<Self>) -> Vec<u32>;
 }
 
 struct Buf<const N: usize>(Vec<[u32; N]>);
@@ -123,6 +166,9 @@ impl<const N: usize> RowBuf for Buf<N> {
     }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         Box::new(self.0)
+    }
+    fn into_flat(self: Box<Self>) -> Vec<u32> {
+        self.0.into_flattened()
     }
 }
 
@@ -233,6 +279,20 @@ const _: () = assert!(MAX_ARITY == 12);
 /// A new datafrog variable for tuples of `arity` columns (1..=MAX_ARITY).
 pub(crate) fn make_var(it: &mut Iteration, arity: usize, name: &str) -> Option<Box<dyn DynVar>> {
     dispatch_arity!(arity, N => Some(Box::new(Var::<N>(it.variable::<[u32; N]>(name))) as Box<dyn DynVar>), None)
+}
+
+/// An empty output buffer for rows of `arity` columns (1..=MAX_ARITY), seeded with `rows`
+/// (flat, row-major).
+pub(crate) fn buf_from_flat(arity: usize, rows: Vec<u32>) -> Option<Box<dyn RowBuf>> {
+    fn make<const N: usize>(rows: Vec<u32>) -> Box<dyn RowBuf> {
+        let v: Vec<[u32; N]> = if rows.is_empty() {
+            Vec::new()
+        } else {
+            rows_of::<N>(&rows)
+        };
+        Box::new(Buf::<N>(v))
+    }
+    dispatch_arity!(arity, N => Some(make::<N>(rows)), None)
 }
 
 fn sort_dedup_n<const N: usize>(flat: &mut Vec<u32>) {
