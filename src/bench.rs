@@ -73,20 +73,27 @@ pub fn derive(
     let mut t_load = Vec::new();
     let mut t_fwd = Vec::new();
     let mut t_rules = Vec::new();
+    let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
     let mut n_edges = 0;
     for _ in 0..runs.max(1) {
-        let (dump, load) = time(|| Dump::load(&path));
+        let (dump, load, c_load) = time_cpu(|| Dump::load(&path));
         let dump = dump?;
-        let (premises, fwd) = time(|| {
+        let (premises, fwd, c_fwd) = time_cpu(|| {
             let cd = ControlDeps::compute(&dump);
             forward(&dump, &cd, &all_traces(&dump))
         });
-        let (epg, r) = time(|| derive_with(&dump, &premises, rules));
+        let (epg, r, c_rules) = time_cpu(|| derive_with(&dump, &premises, rules));
         let epg = epg?;
         n_edges = epg.edges.len();
         t_load.push(load);
         t_fwd.push(fwd);
         t_rules.push(r);
+        for (v, c) in cpu.iter_mut().zip([c_load, c_fwd, c_rules]) {
+            v.push(c);
+        }
+        drop(epg);
+        drop(premises);
+        drop(dump);
     }
     let rss = peak_rss_mib();
     let (l, f, r) = (median(t_load), median(t_fwd), median(t_rules));
@@ -100,6 +107,14 @@ pub fn derive(
     .unwrap();
     writeln!(report, "end to end: {total_s:.3} s = {:.0} steps/s (paper's implementation: 70 steps/s; ratio {:.0}x)", total as f64 / total_s, total as f64 / total_s / 70.0)
         .unwrap();
+    let [cl, cf, cr] = cpu.map(median);
+    let cpu_total = cl + cf + cr;
+    writeln!(
+        report,
+        "CPU time (this thread), median: load {cl:.3} s, forward pass {cf:.3} s, rules {cr:.3} s; end to end {cpu_total:.3} s = {:.0} steps per CPU-second",
+        total as f64 / cpu_total
+    )
+    .unwrap();
     if let Some(m) = rss {
         writeln!(report, "peak RSS: {m:.0} MiB").unwrap();
     }
@@ -139,6 +154,25 @@ pub fn derive_with(
     rules: &Rules,
 ) -> Result<Epg, Error> {
     crate::pipeline::derive_premises(dump, premises, rules)
+}
+
+/// CPU time of the calling thread so far, in seconds (Linux `/proc/thread-self/schedstat`,
+/// nanosecond resolution); `None` where unavailable.
+pub fn thread_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1e9)
+}
+
+/// Wall and CPU (this thread) time of `f`; CPU time is NaN where unavailable.
+pub fn time_cpu<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let c0 = thread_cpu_s();
+    let (x, wall) = time(f);
+    let cpu = match (c0, thread_cpu_s()) {
+        (Some(a), Some(b)) => b - a,
+        _ => f64::NAN,
+    };
+    (x, wall, cpu)
 }
 
 pub fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{buf_from_flat, make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
+use crate::eval::{buf_from_flat, make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, HashIndex, RowBuf};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -332,7 +332,7 @@ impl Program {
     /// Evaluate the program over `db`: input relations are read from `db` (by name), every
     /// derived relation is written back to `db`, sorted and deduplicated.
     pub fn evaluate(&self, db: &mut Database) -> Result<EvalStats, EvalError> {
-        let t_eval = Instant::now();
+        let t_eval = Clock::now();
         let decls = &self.decls;
         let derived: HashSet<usize> = self.strata.iter().flat_map(|s| s.rels.clone()).collect();
         // Validate the provided relations.
@@ -411,7 +411,7 @@ impl Program {
         prof_since("evaluate: validate, encode, sort inputs", t_eval);
         let result = self.run_strata(&mut data, &consts);
 
-        let t = Instant::now();
+        let t = Clock::now();
         // Put everything back (also on error, so inputs are not lost).
         for (r, d) in decls.iter().enumerate() {
             if present[r] || derived.contains(&r) {
@@ -443,9 +443,11 @@ impl Program {
         }
         let mut cache: HashMap<usize, Vec<u32>> = HashMap::new();
         let mut summaries: HashMap<usize, Vec<u32>> = HashMap::new();
+        // Hash tables of key prefixes, per (index, key length), for hashed lookups.
+        let mut hashes: HashMap<(usize, usize), HashIndex> = HashMap::new();
 
         for (si, st) in self.strata.iter().enumerate() {
-            let t0 = Instant::now();
+            let t0 = Clock::now();
             // Build the permuted indexes of complete relations this stratum reads.
             for p in st.base.iter().chain(&st.delta) {
                 let mut needed: Vec<usize> = p
@@ -474,17 +476,34 @@ impl Program {
                         e.insert(summary(rows, arity));
                     }
                 }
+                for s in &p.steps {
+                    let Step::Scan(sc) = s else { continue };
+                    let (ix, view) = p.sources[sc.source];
+                    if !sc.hashed || view != View::Full || hashes.contains_key(&(ix, sc.key.len()))
+                    {
+                        continue;
+                    }
+                    let def = &self.indexes[ix];
+                    let rows = if def.is_identity() {
+                        &data[def.rel]
+                    } else {
+                        &cache[&ix]
+                    };
+                    if let Some(h) = HashIndex::build(rows, sc.arity, sc.key.len()) {
+                        hashes.insert((ix, sc.key.len()), h);
+                    }
+                }
             }
 
             prof_since("stratum: permuted indexes", t0);
             if st.delta.is_empty() {
                 // Not recursive: evaluate every rule once into one buffer per relation, then
                 // sort and deduplicate once (no semi-naive bookkeeping, no batch merges).
-                let t_nr = Instant::now();
+                let t_nr = Clock::now();
                 // The stratum's rules do not read its relations: move their input tuples out.
                 let mut seeds: Vec<Vec<u32>> =
                     st.rels.iter().map(|&r| std::mem::take(&mut data[r])).collect();
-                let complete = |ix: usize| -> Batch {
+                let complete = |ix: usize, key_len: Option<usize>| -> Batch {
                     let def = &self.indexes[ix];
                     let rows = if def.is_identity() {
                         &data[def.rel]
@@ -492,7 +511,12 @@ impl Program {
                         cache.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
                     };
                     let summary = summaries.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
-                    Batch { rows, summary }
+                    let hash = key_len.and_then(|b| hashes.get(&(ix, b)));
+                    Batch {
+                        rows,
+                        summary,
+                        hash,
+                    }
                 };
                 let mut outs: Vec<(usize, Vec<u32>)> = Vec::with_capacity(st.rels.len());
                 for (k, &r) in st.rels.iter().enumerate() {
@@ -506,7 +530,7 @@ impl Program {
                     }
                     outs.push((r, out.into_flat()));
                 }
-                let t_sort = Instant::now();
+                let t_sort = Clock::now();
                 for (r, mut rows) in outs {
                     sort_dedup(self.decls[r].arity(), &mut rows);
                     data[r] = rows;
@@ -522,9 +546,10 @@ impl Program {
                 stats.strata += 1;
                 cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
                 summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+                hashes.retain(|(ix, _), _| last_use.get(ix).is_some_and(|&l| l > si));
                 continue;
             }
-            let t0 = Instant::now();
+            let t0 = Clock::now();
             let mut iteration = Iteration::new();
             let mut vars: HashMap<usize, Box<dyn DynVar>> = HashMap::new();
             for &r in &st.rels {
@@ -550,12 +575,13 @@ impl Program {
             }
 
             prof_since("stratum: variables", t0);
-            let t_it = Instant::now();
+            let t_it = Clock::now();
             {
                 let data_ref: &[Vec<u32>] = data;
                 let cache_ref = &cache;
                 let sums_ref = &summaries;
-                let complete = |ix: usize| -> Batch {
+                let hashes_ref = &hashes;
+                let complete = |ix: usize, key_len: Option<usize>| -> Batch {
                     let def = &self.indexes[ix];
                     let rows = if def.is_identity() {
                         &data_ref[def.rel]
@@ -563,7 +589,12 @@ impl Program {
                         cache_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
                     };
                     let summary = sums_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
-                    Batch { rows, summary }
+                    let hash = key_len.and_then(|b| hashes_ref.get(&(ix, b)));
+                    Batch {
+                        rows,
+                        summary,
+                        hash,
+                    }
                 };
                 for p in &st.base {
                     let out = {
@@ -576,12 +607,11 @@ impl Program {
                         }
                     };
                     if let Some(out) = out {
-                        let t = Instant::now();
+                        let t = Clock::now();
                         self.add_rows(p.head_rel, out, &vars, &idx_vars);
                         prof_since("stratum: add rows", t);
                     }
                 }
-                let t = Instant::now();
                 while iteration.changed() {
                     stats.iterations += 1;
                     for p in &st.delta {
@@ -601,7 +631,7 @@ impl Program {
                 }
             }
             prof_since("stratum: rules + iterate", t_it);
-            let t0 = Instant::now();
+            let t0 = Clock::now();
             drop(idx_vars);
             for (r, v) in vars.drain() {
                 data[r] = v.complete_flat();
@@ -616,6 +646,7 @@ impl Program {
             stats.strata += 1;
             cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
             summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+            hashes.retain(|(ix, _), _| last_use.get(ix).is_some_and(|&l| l > si));
         }
         Ok(stats)
     }
@@ -664,7 +695,7 @@ fn collect_guards<'v>(
 fn build_data<'g, 'c: 'g>(
     p: &Plan,
     guards: &'g [Vec<Ref<'_, [u32]>>],
-    complete: &impl Fn(usize) -> Batch<'c>,
+    complete: &impl Fn(usize, Option<usize>) -> Batch<'c>,
 ) -> Option<Vec<Vec<Batch<'g>>>> {
     let mut k = 0;
     let mut data = Vec::with_capacity(p.steps.len());
@@ -673,7 +704,7 @@ fn build_data<'g, 'c: 'g>(
             Step::Scan(sc) => {
                 let (ix, view) = p.sources[sc.source];
                 let v: Vec<Batch> = if view == View::Full {
-                    vec![complete(ix)]
+                    vec![complete(ix, sc.hashed.then_some(sc.key.len()))]
                 } else {
                     let g = guards.get(k)?;
                     k += 1;
@@ -681,6 +712,7 @@ fn build_data<'g, 'c: 'g>(
                         .map(|r| Batch {
                             rows: r,
                             summary: &[],
+                            hash: None,
                         })
                         .collect()
                 };
@@ -690,7 +722,7 @@ fn build_data<'g, 'c: 'g>(
                 }
                 data.push(v);
             }
-            Step::Neg { index, .. } => data.push(vec![complete(*index)]),
+            Step::Neg { index, .. } => data.push(vec![complete(*index, None)]),
             _ => data.push(Vec::new()),
         }
     }
@@ -720,16 +752,16 @@ impl Program {
         out: Box<dyn RowBuf>,
     ) -> Result<Box<dyn RowBuf>, EvalError> {
         let ex = Exec::new(p, data);
-        let t = Instant::now();
+        let t = Clock::now();
         let before = out.len();
         let st = ex.run(consts, out);
         if profiling() {
             eprintln!(
-                "datalog: {}:{}: rule for `{}` took {:.3} s, {} rows",
+                "datalog: {}:{}: rule for `{}` took {}, {} rows",
                 self.path,
                 p.line,
                 self.decls[p.head_rel].name,
-                t.elapsed().as_secs_f64(),
+                t.elapsed(),
                 st.out.len() - before
             );
         }
@@ -744,9 +776,42 @@ impl Program {
     }
 }
 
-fn prof_since(what: &str, t: Instant) {
+fn prof_since(what: &str, t: Clock) {
     if profiling() {
-        eprintln!("datalog: {what}: {:.3} s", t.elapsed().as_secs_f64());
+        eprintln!("datalog: {what}: {}", t.elapsed());
+    }
+}
+
+/// Wall clock and, when profiling, the CPU time of the calling thread (Linux
+/// `/proc/thread-self/schedstat`), for `DATALOG_PROFILE` reports.
+#[derive(Clone, Copy)]
+struct Clock {
+    wall: Instant,
+    cpu_ns: Option<u64>,
+}
+
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+impl Clock {
+    fn now() -> Clock {
+        Clock {
+            wall: Instant::now(),
+            cpu_ns: if profiling() { thread_cpu_ns() } else { None },
+        }
+    }
+
+    /// "W s (cpu C s)".
+    fn elapsed(&self) -> String {
+        let w = self.wall.elapsed().as_secs_f64();
+        match (self.cpu_ns, thread_cpu_ns()) {
+            (Some(a), Some(b)) if profiling() => {
+                format!("{w:.3} s (cpu {:.3} s)", b.saturating_sub(a) as f64 / 1e9)
+            }
+            _ => format!("{w:.3} s"),
+        }
     }
 }
 

@@ -446,11 +446,89 @@ pub(crate) fn summary(rows: &[u32], n: usize) -> Vec<u32> {
     rows.chunks_exact(n).step_by(BLOCK).map(|r| r[0]).collect()
 }
 
-/// A sorted batch of rows and its (possibly empty) [`summary`].
+/// A sorted batch of rows, its (possibly empty) [`summary`] and, for hashed lookups, the
+/// [`HashIndex`] of its key prefixes.
 #[derive(Clone, Copy)]
 pub(crate) struct Batch<'a> {
     pub rows: &'a [u32],
     pub summary: &'a [u32],
+    pub hash: Option<&'a HashIndex>,
+}
+
+/// Open-addressing hash table from each distinct key prefix (the first `b` columns) of a
+/// sorted relation to the rows `start..end` that have it.
+pub(crate) struct HashIndex {
+    b: usize,
+    n: usize,
+    mask: usize,
+    /// `[start, end)` row ranges; `start == u32::MAX` marks an empty slot.
+    slots: Vec<[u32; 2]>,
+}
+
+#[inline(always)]
+fn hash_key(key: &[u32]) -> usize {
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    for &x in key {
+        h = (h ^ u64::from(x)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 29;
+    }
+    h as usize
+}
+
+impl HashIndex {
+    /// The table of the `b`-column prefixes of sorted `rows` (stride `n`); `None` if the
+    /// relation has too many rows for 32-bit row numbers.
+    pub fn build(rows: &[u32], n: usize, b: usize) -> Option<HashIndex> {
+        let count = rows.len() / n.max(1);
+        if count >= u32::MAX as usize || b == 0 || b > n {
+            return None;
+        }
+        // Count distinct prefixes to size the table (load factor <= 1/2).
+        let mut distinct = 0usize;
+        for r in 0..count {
+            if r == 0 || rows[r * n..r * n + b] != rows[(r - 1) * n..(r - 1) * n + b] {
+                distinct += 1;
+            }
+        }
+        let cap = (distinct * 2).max(8).next_power_of_two();
+        let mask = cap - 1;
+        let mut slots = vec![[u32::MAX, 0]; cap];
+        let mut start = 0usize;
+        while start < count {
+            let key = &rows[start * n..start * n + b];
+            let mut end = start + 1;
+            while end < count && &rows[end * n..end * n + b] == key {
+                end += 1;
+            }
+            let mut h = hash_key(key) & mask;
+            while slots[h][0] != u32::MAX {
+                h = (h + 1) & mask;
+            }
+            slots[h] = [start as u32, end as u32];
+            start = end;
+        }
+        Some(HashIndex { b, n, mask, slots })
+    }
+
+    /// Rows `start..end` of `rows` (the relation it was built from) whose prefix is `key`.
+    #[inline]
+    pub fn get(&self, rows: &[u32], key: &[u32]) -> (usize, usize) {
+        debug_assert_eq!(key.len(), self.b);
+        let n = self.n;
+        let mut h = hash_key(key) & self.mask;
+        loop {
+            let [s, e] = self.slots[h];
+            if s == u32::MAX {
+                return (0, 0);
+            }
+            let s = s as usize;
+            if &rows[s * n..s * n + self.b] == key {
+                return (s, e as usize);
+            }
+            h = (h + 1) & self.mask;
+        }
+    }
+
 }
 
 /// Rows `start..end` of sorted `batch` (stride `n`) whose first `key.len()` columns equal
@@ -486,6 +564,20 @@ fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, 
     *cursor = start;
     let end = gallop(start, rows, |r| cmp(r) == Ordering::Equal);
     (start, end)
+}
+
+/// Whether the rows with prefix `key` start at most a few rows after `cursor` (so that
+/// galloping from the cursor is cheaper than a hash lookup).
+#[inline]
+fn near_cursor(rows: &[u32], n: usize, key: &[u32], cursor: usize) -> bool {
+    const NEAR: usize = 32;
+    let count = rows.len() / n;
+    let b = key.len();
+    if cursor >= count || cmp_prefix(&rows[cursor * n..cursor * n + b], key) == Ordering::Greater {
+        return false;
+    }
+    let far = (cursor + NEAR).min(count - 1);
+    cmp_prefix(&rows[far * n..far * n + b], key) != Ordering::Less
 }
 
 pub(crate) struct Exec<'a> {
@@ -639,7 +731,16 @@ impl<'a> Exec<'a> {
                         (0, rows)
                     } else {
                         let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                        eq_range(bat, n, &k[..b], cur)
+                        match bat.hash {
+                            Some(h) if sc.hashed && !near_cursor(batch, n, &k[..b], *cur) => {
+                                let (s, e) = h.get(batch, &k[..b]);
+                                if s < e {
+                                    *cur = s;
+                                }
+                                (s, e)
+                            }
+                            _ => eq_range(bat, n, &k[..b], cur),
+                        }
                     };
                     if sc.range.is_some() && start < end {
                         let col = |r: usize| batch[r * n + b];
