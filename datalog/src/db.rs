@@ -9,7 +9,7 @@ use std::time::Instant;
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{buf_from_flat, make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, HashIndex, RowBuf};
+use crate::eval::{buf_from_flat, make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -443,8 +443,6 @@ impl Program {
         }
         let mut cache: HashMap<usize, Vec<u32>> = HashMap::new();
         let mut summaries: HashMap<usize, Vec<u32>> = HashMap::new();
-        // Hash tables of key prefixes, per (index, key length), for hashed lookups.
-        let mut hashes: HashMap<(usize, usize), HashIndex> = HashMap::new();
 
         for (si, st) in self.strata.iter().enumerate() {
             let t0 = Clock::now();
@@ -465,7 +463,9 @@ impl Program {
                     let def = &self.indexes[ix];
                     let arity = self.decls[def.rel].arity();
                     if !def.is_identity() && !cache.contains_key(&ix) {
+                        let t = Clock::now();
                         cache.insert(ix, permuted_index(arity, &data[def.rel], &def.perm));
+                        prof_since(&format!("index of `{}` {:?}", self.decls[def.rel].name, def.perm), t);
                     }
                     if let std::collections::hash_map::Entry::Vacant(e) = summaries.entry(ix) {
                         let rows = if def.is_identity() {
@@ -474,23 +474,6 @@ impl Program {
                             &cache[&ix]
                         };
                         e.insert(summary(rows, arity));
-                    }
-                }
-                for s in &p.steps {
-                    let Step::Scan(sc) = s else { continue };
-                    let (ix, view) = p.sources[sc.source];
-                    if !sc.hashed || view != View::Full || hashes.contains_key(&(ix, sc.key.len()))
-                    {
-                        continue;
-                    }
-                    let def = &self.indexes[ix];
-                    let rows = if def.is_identity() {
-                        &data[def.rel]
-                    } else {
-                        &cache[&ix]
-                    };
-                    if let Some(h) = HashIndex::build(rows, sc.arity, sc.key.len()) {
-                        hashes.insert((ix, sc.key.len()), h);
                     }
                 }
             }
@@ -503,7 +486,7 @@ impl Program {
                 // The stratum's rules do not read its relations: move their input tuples out.
                 let mut seeds: Vec<Vec<u32>> =
                     st.rels.iter().map(|&r| std::mem::take(&mut data[r])).collect();
-                let complete = |ix: usize, key_len: Option<usize>| -> Batch {
+                let complete = |ix: usize| -> Batch {
                     let def = &self.indexes[ix];
                     let rows = if def.is_identity() {
                         &data[def.rel]
@@ -511,12 +494,7 @@ impl Program {
                         cache.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
                     };
                     let summary = summaries.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
-                    let hash = key_len.and_then(|b| hashes.get(&(ix, b)));
-                    Batch {
-                        rows,
-                        summary,
-                        hash,
-                    }
+                    Batch { rows, summary }
                 };
                 let mut outs: Vec<(usize, Vec<u32>)> = Vec::with_capacity(st.rels.len());
                 for (k, &r) in st.rels.iter().enumerate() {
@@ -546,7 +524,6 @@ impl Program {
                 stats.strata += 1;
                 cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
                 summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
-                hashes.retain(|(ix, _), _| last_use.get(ix).is_some_and(|&l| l > si));
                 continue;
             }
             let t0 = Clock::now();
@@ -580,8 +557,7 @@ impl Program {
                 let data_ref: &[Vec<u32>] = data;
                 let cache_ref = &cache;
                 let sums_ref = &summaries;
-                let hashes_ref = &hashes;
-                let complete = |ix: usize, key_len: Option<usize>| -> Batch {
+                let complete = |ix: usize| -> Batch {
                     let def = &self.indexes[ix];
                     let rows = if def.is_identity() {
                         &data_ref[def.rel]
@@ -589,12 +565,7 @@ impl Program {
                         cache_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
                     };
                     let summary = sums_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
-                    let hash = key_len.and_then(|b| hashes_ref.get(&(ix, b)));
-                    Batch {
-                        rows,
-                        summary,
-                        hash,
-                    }
+                    Batch { rows, summary }
                 };
                 for p in &st.base {
                     let out = {
@@ -646,7 +617,6 @@ impl Program {
             stats.strata += 1;
             cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
             summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
-            hashes.retain(|(ix, _), _| last_use.get(ix).is_some_and(|&l| l > si));
         }
         Ok(stats)
     }
@@ -695,7 +665,7 @@ fn collect_guards<'v>(
 fn build_data<'g, 'c: 'g>(
     p: &Plan,
     guards: &'g [Vec<Ref<'_, [u32]>>],
-    complete: &impl Fn(usize, Option<usize>) -> Batch<'c>,
+    complete: &impl Fn(usize) -> Batch<'c>,
 ) -> Option<Vec<Vec<Batch<'g>>>> {
     let mut k = 0;
     let mut data = Vec::with_capacity(p.steps.len());
@@ -704,7 +674,7 @@ fn build_data<'g, 'c: 'g>(
             Step::Scan(sc) => {
                 let (ix, view) = p.sources[sc.source];
                 let v: Vec<Batch> = if view == View::Full {
-                    vec![complete(ix, sc.hashed.then_some(sc.key.len()))]
+                    vec![complete(ix)]
                 } else {
                     let g = guards.get(k)?;
                     k += 1;
@@ -712,7 +682,6 @@ fn build_data<'g, 'c: 'g>(
                         .map(|r| Batch {
                             rows: r,
                             summary: &[],
-                            hash: None,
                         })
                         .collect()
                 };
@@ -722,7 +691,7 @@ fn build_data<'g, 'c: 'g>(
                 }
                 data.push(v);
             }
-            Step::Neg { index, .. } => data.push(vec![complete(*index, None)]),
+            Step::Neg { index, .. } => data.push(vec![complete(*index)]),
             _ => data.push(Vec::new()),
         }
     }

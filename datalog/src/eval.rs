@@ -1,6 +1,6 @@
 //! Storage over fixed-width tuples and the join executor.
 
-use std::cell::Ref;
+use std::cell::{OnceCell, Ref};
 use std::cmp::Ordering;
 
 use datafrog::{Iteration, Relation, Variable};
@@ -446,13 +446,11 @@ pub(crate) fn summary(rows: &[u32], n: usize) -> Vec<u32> {
     rows.chunks_exact(n).step_by(BLOCK).map(|r| r[0]).collect()
 }
 
-/// A sorted batch of rows, its (possibly empty) [`summary`] and, for hashed lookups, the
-/// [`HashIndex`] of its key prefixes.
+/// A sorted batch of rows and its (possibly empty) [`summary`].
 #[derive(Clone, Copy)]
 pub(crate) struct Batch<'a> {
     pub rows: &'a [u32],
     pub summary: &'a [u32],
-    pub hash: Option<&'a HashIndex>,
 }
 
 /// Open-addressing hash table from each distinct key prefix (the first `b` columns) of a
@@ -585,11 +583,16 @@ pub(crate) struct Exec<'a> {
     /// Per step: the sorted batches it reads (scan: its view; negation: the complete index).
     pub data: Vec<Vec<Batch<'a>>>,
     cursor_base: Vec<usize>,
+    /// Per (step, batch), like the cursors: a hash index built once the lookups far from the
+    /// cursor have cost about as much as building it (see [`Exec::far_lookup`]).
+    hashes: Vec<OnceCell<Option<HashIndex>>>,
 }
 
 pub(crate) struct State {
     env: Vec<u32>,
     cursors: Vec<usize>,
+    /// Per (step, batch): lookups far from the cursor so far.
+    far: Vec<usize>,
     pub out: Box<dyn RowBuf>,
     pub div_by_zero: bool,
 }
@@ -606,6 +609,7 @@ impl<'a> Exec<'a> {
         Exec {
             plan,
             data,
+            hashes: (0..n).map(|_| OnceCell::new()).collect(),
             cursor_base,
         }
     }
@@ -619,11 +623,50 @@ impl<'a> Exec<'a> {
         let mut st = State {
             env,
             cursors: vec![0; *self.cursor_base.last().unwrap_or(&0)],
+            far: vec![0; *self.cursor_base.last().unwrap_or(&0)],
             out,
             div_by_zero: false,
         };
         self.step(&mut st, 0);
         st
+    }
+
+    /// Rows of `batch` with prefix `key`, for a key far from the cursor: by galloping search
+    /// until the far lookups number a quarter of the batch's rows (a hash index costs about
+    /// as much to build as that many searches), then from the batch's [`HashIndex`].
+    #[inline]
+    fn far_lookup(
+        &self,
+        st: &mut State,
+        slot: usize,
+        batch: Batch,
+        n: usize,
+        key: &[u32],
+    ) -> (usize, usize) {
+        let rows = batch.rows.len() / n;
+        let hash = match self.hashes[slot].get() {
+            Some(h) => h.as_ref(),
+            None => {
+                st.far[slot] += 1;
+                if st.far[slot] > 1024 + rows / 4 {
+                    self.hashes[slot]
+                        .get_or_init(|| HashIndex::build(batch.rows, n, key.len()))
+                        .as_ref()
+                } else {
+                    None
+                }
+            }
+        };
+        match hash {
+            Some(h) => {
+                let (s, e) = h.get(batch.rows, key);
+                if s < e {
+                    st.cursors[slot] = s;
+                }
+                (s, e)
+            }
+            None => eq_range(batch, n, key, &mut st.cursors[slot]),
+        }
     }
 
     fn step(&self, st: &mut State, i: usize) {
@@ -730,16 +773,12 @@ impl<'a> Exec<'a> {
                     let (mut start, mut end) = if b == 0 {
                         (0, rows)
                     } else {
-                        let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                        match bat.hash {
-                            Some(h) if sc.hashed && !near_cursor(batch, n, &k[..b], *cur) => {
-                                let (s, e) = h.get(batch, &k[..b]);
-                                if s < e {
-                                    *cur = s;
-                                }
-                                (s, e)
-                            }
-                            _ => eq_range(bat, n, &k[..b], cur),
+                        let slot = self.cursor_base[i] + bi;
+                        let key = &k[..b];
+                        if sc.hashed && !near_cursor(batch, n, key, st.cursors[slot]) {
+                            self.far_lookup(st, slot, bat, n, key)
+                        } else {
+                            eq_range(bat, n, key, &mut st.cursors[slot])
                         }
                     };
                     if sc.range.is_some() && start < end {
