@@ -98,37 +98,45 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
     true
 }
 
-/// Sort `keys` whose values are below `2^bits` (LSD radix sort, 8-bit digits, for large
-/// inputs; `sort_unstable` otherwise).
+/// Sort `keys` whose values are below `2^bits`: LSD radix sort with digits of up to 11 bits
+/// (all histograms counted in one pass) for large inputs, `sort_unstable` otherwise.
 pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
+    const MAX_DIGIT: u32 = 11;
     if keys.len() < 1 << 16 {
         keys.sort_unstable();
         return;
     }
-    let passes = bits.div_ceil(8);
+    let passes = bits.div_ceil(MAX_DIGIT).max(1) as usize;
+    let digit = bits.div_ceil(passes as u32).max(1);
+    let radix = 1usize << digit;
+    let mask = (radix - 1) as u64;
+    let mut counts = vec![0usize; radix * passes];
+    for &k in keys.iter() {
+        for p in 0..passes {
+            counts[p * radix + ((k >> (p as u32 * digit)) & mask) as usize] += 1;
+        }
+    }
     let mut tmp: Vec<u64> = vec![0; keys.len()];
     let mut src: &mut Vec<u64> = keys;
     let mut dst: &mut Vec<u64> = &mut tmp;
     let mut swapped = false;
-    for pass in 0..passes {
-        let shift = pass * 8;
-        let mut counts = [0usize; 256];
-        for &k in src.iter() {
-            counts[((k >> shift) & 0xff) as usize] += 1;
-        }
-        if counts.iter().any(|&c| c == src.len()) {
+    let len = src.len();
+    for p in 0..passes {
+        let c = &mut counts[p * radix..(p + 1) * radix];
+        if c.iter().any(|&x| x == len) {
             continue; // all keys share this digit
         }
         let mut sum = 0;
-        for c in counts.iter_mut() {
-            let x = *c;
-            *c = sum;
-            sum += x;
+        for x in c.iter_mut() {
+            let v = *x;
+            *x = sum;
+            sum += v;
         }
+        let shift = p as u32 * digit;
         for &k in src.iter() {
-            let d = ((k >> shift) & 0xff) as usize;
-            dst[counts[d]] = k;
-            counts[d] += 1;
+            let d = ((k >> shift) & mask) as usize;
+            dst[c[d]] = k;
+            c[d] += 1;
         }
         std::mem::swap(&mut src, &mut dst);
         swapped = !swapped;
