@@ -159,6 +159,18 @@ impl Out {
     fn push(&mut self, r: usize, row: &[u32]) {
         self.rels[r].extend_from_slice(row);
     }
+
+    /// Sorts the rows of relation `r` (arity `N`) pushed since it had `from` values, so that
+    /// the rows of one step come in column order: then the whole relation is sorted (steps
+    /// are pushed in increasing order) and the rule engine need not sort it again.
+    #[inline]
+    fn sort_since<const N: usize>(&mut self, r: usize, from: usize) {
+        let tail = &mut self.rels[r][from..];
+        if tail.len() > N {
+            let (rows, _) = tail.as_chunks_mut::<N>();
+            rows.sort_unstable();
+        }
+    }
 }
 
 // Relation indices in RELATIONS order.
@@ -339,12 +351,14 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
             };
             let _ = sv;
             // Uses: LASTDEF in the current context (read before this step's own definitions).
+            let from = out.rels[LASTDEF].len();
             for &u in &dump.uses[l as usize] {
                 if let Some(&(j, w)) = top.defs.get(&u) {
                     let sym = layout.var(cm, u);
                     out.push(LASTDEF, &[gid, sym, j, w]);
                 }
             }
+            out.sort_since::<4>(LASTDEF, from);
             // LASTCTRL: the most recent controller of l executed in this context.
             let mut lc: Option<u32> = None;
             for &r in &cd.parents[l as usize] {
@@ -424,6 +438,7 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                 });
                 out.push(VD, &[gid, layout.hash(), v]);
             } else {
+                let from = out.rels[VD].len();
                 for &d in ds {
                     let v = vertices.len() as u32;
                     vertices.push(Vertex::Def {
@@ -435,6 +450,7 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                     out.push(VD, &[gid, sym, v]);
                     top.defs.insert(d, (gid, v));
                 }
+                out.sort_since::<3>(VD, from);
             }
             if cd.is_controller[l as usize] {
                 top.last_exec.insert(l, gid);

@@ -397,7 +397,9 @@ impl Program {
                 Some(rel) => {
                     let mut rows = rel.rows;
                     encode_columns(&mut rows, &types);
+                    let t = Clock::now();
                     sort_dedup(d.arity(), &mut rows);
+                    prof_since(&format!("input `{}` sorted", d.name), t);
                     data.push(rows);
                     present.push(true);
                 }
