@@ -9,7 +9,7 @@ use std::time::Instant;
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{buf_from_flat, make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
+use crate::eval::{make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -496,19 +496,21 @@ impl Program {
                         cache.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
                     };
                     let summary = summaries.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
-                    Batch { rows, summary }
+                    Batch::new(rows, summary, self.decls[def.rel].arity())
                 };
                 let mut outs: Vec<(usize, Vec<u32>)> = Vec::with_capacity(st.rels.len());
                 for (k, &r) in st.rels.iter().enumerate() {
                     let d = &self.decls[r];
-                    let mut out = buf_from_flat(d.arity(), std::mem::take(&mut seeds[k]))
-                        .ok_or_else(|| EvalError::UnsupportedArity(d.name.clone()))?;
+                    if d.arity() == 0 || d.arity() > crate::MAX_ARITY {
+                        return Err(EvalError::UnsupportedArity(d.name.clone()));
+                    }
+                    let mut out = std::mem::take(&mut seeds[k]);
                     for p in st.base.iter().filter(|p| p.head_rel == r) {
                         if let Some(d) = build_data(p, &[], &complete) {
                             out = self.exec(p, d, consts, out)?;
                         }
                     }
-                    outs.push((r, out.into_flat()));
+                    outs.push((r, out));
                 }
                 let t_sort = Clock::now();
                 for (r, mut rows) in outs {
@@ -516,7 +518,20 @@ impl Program {
                     data[r] = rows;
                 }
                 prof_since("stratum (not recursive): sort", t_sort);
-                prof_since("stratum (not recursive)", t_nr);
+                if profiling() {
+                    let sizes: Vec<String> = st
+                        .rels
+                        .iter()
+                        .map(|&r| {
+                            let d = &self.decls[r];
+                            format!("`{}` {} rows", d.name, data[r].len() / d.arity())
+                        })
+                        .collect();
+                    prof_since(
+                        &format!("stratum (not recursive) {}", sizes.join(", ")),
+                        t_nr,
+                    );
+                }
                 for &r in &st.rels {
                     stats.derived.push((
                         self.decls[r].name.clone(),
@@ -567,14 +582,14 @@ impl Program {
                         cache_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
                     };
                     let summary = sums_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
-                    Batch { rows, summary }
+                    Batch::new(rows, summary, self.decls[def.rel].arity())
                 };
                 for p in &st.base {
                     let out = {
                         let guards = collect_guards(self, p, &vars, &idx_vars);
                         match build_data(p, &guards, &complete) {
                             Some(d) => {
-                                Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
+                                Some(self.exec(p, d, consts, Vec::new())?)
                             }
                             None => None,
                         }
@@ -592,7 +607,7 @@ impl Program {
                             let guards = collect_guards(self, p, &vars, &idx_vars);
                             match build_data(p, &guards, &complete) {
                                 Some(d) => {
-                                    Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
+                                    Some(self.exec(p, d, consts, Vec::new())?)
                                 }
                                 None => None,
                             }
@@ -681,10 +696,7 @@ fn build_data<'g, 'c: 'g>(
                     let g = guards.get(k)?;
                     k += 1;
                     g.iter()
-                        .map(|r| Batch {
-                            rows: r,
-                            summary: &[],
-                        })
+                        .map(|r| Batch::new(r, &[], sc.arity))
                         .collect()
                 };
                 let v: Vec<Batch> = v.into_iter().filter(|b| !b.rows.is_empty()).collect();
@@ -703,15 +715,15 @@ fn build_data<'g, 'c: 'g>(
 impl Program {
     /// Add derived rows of `rel` to its variable and, permuted, to each of its index
     /// variables, so that all of them advance in lockstep (identical recent/stable sets).
-    fn add_rows(&self, rel: usize, out: Box<dyn RowBuf>, vars: &Vars, idx_vars: &Vars) {
+    fn add_rows(&self, rel: usize, out: Vec<u32>, vars: &Vars, idx_vars: &Vars) {
         for (&ix, v) in idx_vars {
             let def = &self.indexes[ix];
             if def.rel == rel {
-                v.insert_permuted(out.as_flat(), &def.perm);
+                v.insert_permuted(&out, &def.perm);
             }
         }
         if let Some(v) = vars.get(&rel) {
-            v.insert_buf(out);
+            v.insert_flat(&out);
         }
     }
 
@@ -720,8 +732,8 @@ impl Program {
         p: &Plan,
         data: Vec<Vec<Batch>>,
         consts: &[u32],
-        out: Box<dyn RowBuf>,
-    ) -> Result<Box<dyn RowBuf>, EvalError> {
+        out: Vec<u32>,
+    ) -> Result<Vec<u32>, EvalError> {
         let ex = Exec::new(p, data);
         let t = Clock::now();
         let before = out.len();
@@ -733,7 +745,7 @@ impl Program {
                 p.line,
                 self.decls[p.head_rel].name,
                 t.elapsed(),
-                st.out.len() - before
+                (st.out.len() - before) / p.head.len().max(1)
             );
         }
         if st.div_by_zero {

@@ -18,10 +18,6 @@ pub(crate) trait DynVar {
     /// Add rows of `flat` with columns reordered: new column `i` is old column `perm[i]`.
     fn insert_permuted(&self, flat: &[u32], perm: &[usize]);
     fn complete_flat(self: Box<Self>) -> Vec<u32>;
-    /// An empty output buffer of this variable's arity.
-    fn new_buf(&self) -> Box<dyn RowBuf>;
-    /// Add the rows of a buffer made by `new_buf`.
-    fn insert_buf(&self, buf: Box<dyn RowBuf>);
 }
 
 struct Var<const N: usize>(Variable<[u32; N]>);
@@ -147,38 +143,6 @@ pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
     }
 }
 
-/// Output rows of a rule, typed by arity.
-pub(crate) trait RowBuf {
-    fn push(&mut self, row: &[u32]);
-    fn as_flat(&self) -> &[u32];
-    fn len(&self) -> usize;
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
-    /// The rows, flat and row-major.
-    fn into_flat(self: Box<Self>) -> Vec<u32>;
-}
-
-struct Buf<const N: usize>(Vec<[u32; N]>);
-
-impl<const N: usize> RowBuf for Buf<N> {
-    #[inline]
-    fn push(&mut self, row: &[u32]) {
-        let mut a = [0u32; N];
-        a.copy_from_slice(row);
-        self.0.push(a);
-    }
-    fn as_flat(&self) -> &[u32] {
-        self.0.as_flattened()
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        Box::new(self.0)
-    }
-    fn into_flat(self: Box<Self>) -> Vec<u32> {
-        self.0.into_flattened()
-    }
-}
 
 impl<const N: usize> DynVar for Var<N> {
     fn recent(&self) -> Ref<'_, [u32]> {
@@ -213,16 +177,6 @@ impl<const N: usize> DynVar for Var<N> {
     }
     fn complete_flat(self: Box<Self>) -> Vec<u32> {
         self.0.complete().elements.into_flattened()
-    }
-    fn new_buf(&self) -> Box<dyn RowBuf> {
-        Box::new(Buf::<N>(Vec::new()))
-    }
-    fn insert_buf(&self, buf: Box<dyn RowBuf>) {
-        if let Ok(rows) = buf.into_any().downcast::<Vec<[u32; N]>>() {
-            if !rows.is_empty() {
-                self.0.insert(sorted_relation(*rows));
-            }
-        }
     }
 }
 
@@ -289,19 +243,6 @@ pub(crate) fn make_var(it: &mut Iteration, arity: usize, name: &str) -> Option<B
     dispatch_arity!(arity, N => Some(Box::new(Var::<N>(it.variable::<[u32; N]>(name))) as Box<dyn DynVar>), None)
 }
 
-/// An empty output buffer for rows of `arity` columns (1..=MAX_ARITY), seeded with `rows`
-/// (flat, row-major).
-pub(crate) fn buf_from_flat(arity: usize, rows: Vec<u32>) -> Option<Box<dyn RowBuf>> {
-    fn make<const N: usize>(rows: Vec<u32>) -> Box<dyn RowBuf> {
-        let v: Vec<[u32; N]> = if rows.is_empty() {
-            Vec::new()
-        } else {
-            rows_of::<N>(&rows)
-        };
-        Box::new(Buf::<N>(v))
-    }
-    dispatch_arity!(arity, N => Some(make::<N>(rows)), None)
-}
 
 fn sort_dedup_n<const N: usize>(flat: &mut Vec<u32>) {
     let (rows, _) = flat.as_chunks_mut::<N>();
@@ -459,6 +400,18 @@ pub(crate) fn summary(rows: &[u32], n: usize) -> Vec<u32> {
 pub(crate) struct Batch<'a> {
     pub rows: &'a [u32],
     pub summary: &'a [u32],
+    /// Number of rows (`rows.len() / arity`), precomputed to keep divisions out of lookups.
+    pub count: usize,
+}
+
+impl<'a> Batch<'a> {
+    pub fn new(rows: &'a [u32], summary: &'a [u32], arity: usize) -> Self {
+        Batch {
+            rows,
+            summary,
+            count: rows.len() / arity.max(1),
+        }
+    }
 }
 
 /// Open-addressing hash table from each distinct key prefix (the first `b` columns) of a
@@ -542,7 +495,7 @@ impl HashIndex {
 #[inline]
 fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
     let rows_flat = batch.rows;
-    let rows = rows_flat.len() / n;
+    let rows = batch.count;
     let b = key.len();
     if b == 0 {
         return (0, rows);
@@ -561,29 +514,42 @@ fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, 
         } else {
             gallop(p, rows, less)
         }
-    } else if !batch.summary.is_empty() {
-        let k = batch.summary.partition_point(|&s| s < key[0]);
-        gallop(k.saturating_sub(1) * BLOCK, rows, less)
+    } else if p >= NEAR && !less(p - NEAR) {
+        // Far behind: a global search.
+        if !batch.summary.is_empty() {
+            let k = batch.summary.partition_point(|&s| s < key[0]);
+            gallop(k.saturating_sub(1) * BLOCK, rows, less)
+        } else {
+            bsearch(0, p, less)
+        }
     } else {
-        bsearch(0, p, less)
+        // A little behind (keys that go back and forth within a small region of the index):
+        // search the last NEAR rows only.
+        bsearch(p.saturating_sub(NEAR), p, less)
     };
     *cursor = start;
     let end = gallop(start, rows, |r| cmp(r) == Ordering::Equal);
     (start, end)
 }
 
-/// Whether the rows with prefix `key` start at most a few rows after `cursor` (so that
-/// galloping from the cursor is cheaper than a hash lookup).
+/// Rows within which a lookup counts as near the cursor (see [`near_cursor`]).
+const NEAR: usize = 32;
+
+/// Whether the rows with prefix `key` start within `NEAR` rows of `cursor`, before or after
+/// (so that searching from the cursor is cheaper than a hash lookup).
 #[inline]
-fn near_cursor(rows: &[u32], n: usize, key: &[u32], cursor: usize) -> bool {
-    const NEAR: usize = 32;
-    let count = rows.len() / n;
+fn near_cursor(batch: Batch, n: usize, key: &[u32], cursor: usize) -> bool {
+    let (rows, count) = (batch.rows, batch.count);
     let b = key.len();
-    if cursor >= count || cmp_prefix(&rows[cursor * n..cursor * n + b], key) == Ordering::Greater {
+    if count == 0 {
         return false;
     }
-    let far = (cursor + NEAR).min(count - 1);
-    cmp_prefix(&rows[far * n..far * n + b], key) != Ordering::Less
+    let lo = cursor.saturating_sub(NEAR).min(count - 1);
+    if cmp_prefix(&rows[lo * n..lo * n + b], key) == Ordering::Greater {
+        return false;
+    }
+    let hi = (cursor + NEAR).min(count - 1);
+    cmp_prefix(&rows[hi * n..hi * n + b], key) != Ordering::Less
 }
 
 pub(crate) struct Exec<'a> {
@@ -601,7 +567,8 @@ pub(crate) struct State {
     cursors: Vec<usize>,
     /// Per (step, batch): lookups far from the cursor so far.
     far: Vec<usize>,
-    pub out: Box<dyn RowBuf>,
+    /// Derived head rows, flat and row-major.
+    pub out: Vec<u32>,
     pub div_by_zero: bool,
 }
 
@@ -623,7 +590,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Run the plan with constants `consts` (per constant id); derived head rows go to `out`.
-    pub fn run(&self, consts: &[u32], out: Box<dyn RowBuf>) -> State {
+    pub fn run(&self, consts: &[u32], out: Vec<u32>) -> State {
         let mut env = vec![0u32; self.plan.n_slots];
         for &(slot, id) in &self.plan.consts {
             env[slot] = consts[id];
@@ -651,7 +618,7 @@ impl<'a> Exec<'a> {
         n: usize,
         key: &[u32],
     ) -> (usize, usize) {
-        let rows = batch.rows.len() / n;
+        let rows = batch.count;
         let hash = match self.hashes[slot].get() {
             Some(h) => h.as_ref(),
             None => {
@@ -693,7 +660,7 @@ impl<'a> Exec<'a> {
                     }
                 }
             }
-            st.out.push(&row[..self.plan.head.len()]);
+            st.out.extend_from_slice(&row[..self.plan.head.len()]);
             return;
         };
         match step {
@@ -777,13 +744,13 @@ impl<'a> Exec<'a> {
                 }
                 for (bi, &bat) in self.data[i].iter().enumerate() {
                     let batch = bat.rows;
-                    let rows = batch.len() / n;
+                    let rows = bat.count;
                     let (mut start, mut end) = if b == 0 {
                         (0, rows)
                     } else {
                         let slot = self.cursor_base[i] + bi;
                         let key = &k[..b];
-                        if sc.hashed && !near_cursor(batch, n, key, st.cursors[slot]) {
+                        if sc.hashed && !near_cursor(bat, n, key, st.cursors[slot]) {
                             self.far_lookup(st, slot, bat, n, key)
                         } else {
                             eq_range(bat, n, key, &mut st.cursors[slot])
