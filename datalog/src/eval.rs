@@ -789,6 +789,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn hash_index_and_cursor_searches_find_every_prefix() {
+        // Sorted rows of 3 columns with repeated (c0, c1) prefixes.
+        let mut rows: Vec<[u32; 3]> = Vec::new();
+        for a in 0..300u32 {
+            for b in 0..(a % 5) {
+                for c in 0..(1 + (a + b) % 3) {
+                    rows.push([a * 3, b, c]);
+                }
+            }
+        }
+        rows.sort_unstable();
+        let flat = rows.as_flattened();
+        let summary = summary(flat, 3);
+        let batch = Batch::new(flat, &summary, 3);
+        let h = HashIndex::build(flat, 3, 2).unwrap();
+        let naive = |k: &[u32]| {
+            let s = rows.iter().position(|r| r[..2] == *k);
+            match s {
+                None => None,
+                Some(s) => Some((s, s + rows[s..].iter().take_while(|r| r[..2] == *k).count())),
+            }
+        };
+        let mut cursor = 0;
+        let mut x = 99u32;
+        for step in 0..5_000u32 {
+            // Keys near the cursor (both directions), far away, and absent.
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let a = if step % 3 == 0 { (x >> 8) % 920 } else { (cursor / 2) as u32 % 920 };
+            let key = [a, (x >> 4) % 6];
+            let e = eq_range(batch, 3, &key, &mut cursor);
+            let got = (e.0 < e.1).then_some(e);
+            assert_eq!(got, naive(&key), "eq_range {key:?}");
+            let hg = h.get(flat, &key);
+            assert_eq!((hg.0 < hg.1).then_some(hg), naive(&key), "hash {key:?}");
+        }
+    }
+
+    #[test]
     fn packed_sort_matches_comparison_sort() {
         let mut x = 12345u64;
         let mut next = |m: u64| {
@@ -808,6 +846,15 @@ mod tests {
                     ]
                 })
                 .collect();
+            let mut a = rows.clone();
+            a.sort_unstable();
+            let mut b = rows;
+            sort_rows(&mut b);
+            assert_eq!(a, b);
+        }
+        // Large enough for the radix sort (>= 65,536 keys), several digit widths.
+        for (range, n) in [(1u64 << 20, 200_000), (3, 100_000), (1 << 32, 70_000)] {
+            let rows: Vec<[u32; 2]> = (0..n).map(|_| [next(range), next(range)]).collect();
             let mut a = rows.clone();
             a.sort_unstable();
             let mut b = rows;

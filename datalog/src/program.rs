@@ -1450,6 +1450,33 @@ mod tests {
     }
 
     #[test]
+    fn lookups_after_the_merge_join_are_hashed() {
+        let src = "
+            .decl q(i: unsigned, u: unsigned, j: unsigned)
+            .decl ctx(i: unsigned, c: unsigned)
+            .decl cd(l: unsigned, u: unsigned)
+            .decl exec(l: unsigned, c: unsigned, r: unsigned)
+            .decl vd(i: unsigned, x: symbol, v: unsigned)
+            .decl hit(i: unsigned, v: unsigned)
+            hit(I, V) :- q(I, U, J), ctx(I, C), cd(L, U), exec(L, C, R), J < R, R < I, vd(R, \"#\", V).
+            hit(I, V) :- vd(I, \"#\", V), ctx(I, _).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plans = &p.strata.iter().find(|s| !s.base.is_empty()).unwrap().base;
+        let sc = scans(&plans[0]);
+        assert_eq!(sc.len(), 5);
+        // q is scanned sorted by I, so ctx (keyed by I) is merge-joined: no hash.
+        assert!(!sc[0].hashed && !sc[1].hashed);
+        // cd, exec and vd are looked up by values in no particular order.
+        assert!(sc[2].hashed && sc[3].hashed && sc[4].hashed);
+        // A key of constants only is not hashed (the same rows every time).
+        let sc = scans(&plans[1]);
+        assert!(!sc[0].hashed);
+        assert_eq!(sc[0].key.len(), 1);
+        assert!(!sc[1].hashed);
+    }
+
+    #[test]
     fn delta_atom_is_scanned_first() {
         let src = "
             .decl e(x: number, y: number)
