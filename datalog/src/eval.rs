@@ -560,6 +560,8 @@ pub(crate) struct Exec<'a> {
     /// Per (step, batch), like the cursors: a hash index built once the lookups far from the
     /// cursor have cost about as much as building it (see [`Exec::far_lookup`]).
     hashes: Vec<OnceCell<Option<HashIndex>>>,
+    /// The head's slots when every head argument is a plain variable or constant.
+    head_slots: Option<Vec<usize>>,
 }
 
 pub(crate) struct State {
@@ -586,6 +588,14 @@ impl<'a> Exec<'a> {
             data,
             hashes: (0..n).map(|_| OnceCell::new()).collect(),
             cursor_base,
+            head_slots: plan
+                .head
+                .iter()
+                .map(|e| match e {
+                    CExpr::Slot(s) => Some(*s),
+                    CExpr::Bin(..) => None,
+                })
+                .collect(),
         }
     }
 
@@ -760,6 +770,25 @@ impl<'a> Exec<'a> {
                         let col = |r: usize| batch[r * n + b];
                         start = bsearch(start, end, |r| col(r) < lo);
                         end = bsearch(start, end, |r| col(r) <= hi);
+                    }
+                    let last = i + 1 == self.plan.steps.len();
+                    if let (true, Some(head)) = (last, &self.head_slots) {
+                        // The innermost scan of a plain head: emit rows directly.
+                        'last: for r in start..end {
+                            let row = &batch[r * n..r * n + n];
+                            for (c, act) in &sc.actions {
+                                match act {
+                                    Act::Bind(s) => st.env[*s] = row[*c],
+                                    Act::Check(s) => {
+                                        if st.env[*s] != row[*c] {
+                                            continue 'last;
+                                        }
+                                    }
+                                }
+                            }
+                            st.out.extend(head.iter().map(|&s| st.env[s]));
+                        }
+                        continue;
                     }
                     'rows: for r in start..end {
                         let row = &batch[r * n..r * n + n];
