@@ -467,7 +467,10 @@ impl Program {
                     if !def.is_identity() && !cache.contains_key(&ix) {
                         let t = Clock::now();
                         cache.insert(ix, permuted_index(arity, &data[def.rel], &def.perm));
-                        prof_since(&format!("index of `{}` {:?}", self.decls[def.rel].name, def.perm), t);
+                        prof_since(
+                            &format!("index of `{}` {:?}", self.decls[def.rel].name, def.perm),
+                            t,
+                        );
                     }
                     if let std::collections::hash_map::Entry::Vacant(e) = summaries.entry(ix) {
                         let rows = if def.is_identity() {
@@ -486,8 +489,11 @@ impl Program {
                 // sort and deduplicate once (no semi-naive bookkeeping, no batch merges).
                 let t_nr = Clock::now();
                 // The stratum's rules do not read its relations: move their input tuples out.
-                let mut seeds: Vec<Vec<u32>> =
-                    st.rels.iter().map(|&r| std::mem::take(&mut data[r])).collect();
+                let mut seeds: Vec<Vec<u32>> = st
+                    .rels
+                    .iter()
+                    .map(|&r| std::mem::take(&mut data[r]))
+                    .collect();
                 let complete = |ix: usize| -> Batch {
                     let def = &self.indexes[ix];
                     let rows = if def.is_identity() {
@@ -588,9 +594,7 @@ impl Program {
                     let out = {
                         let guards = collect_guards(self, p, &vars, &idx_vars);
                         match build_data(p, &guards, &complete) {
-                            Some(d) => {
-                                Some(self.exec(p, d, consts, Vec::new())?)
-                            }
+                            Some(d) => Some(self.exec(p, d, consts, Vec::new())?),
                             None => None,
                         }
                     };
@@ -606,9 +610,7 @@ impl Program {
                         let out = {
                             let guards = collect_guards(self, p, &vars, &idx_vars);
                             match build_data(p, &guards, &complete) {
-                                Some(d) => {
-                                    Some(self.exec(p, d, consts, Vec::new())?)
-                                }
+                                Some(d) => Some(self.exec(p, d, consts, Vec::new())?),
                                 None => None,
                             }
                         };
@@ -695,9 +697,7 @@ fn build_data<'g, 'c: 'g>(
                 } else {
                     let g = guards.get(k)?;
                     k += 1;
-                    g.iter()
-                        .map(|r| Batch::new(r, &[], sc.arity))
-                        .collect()
+                    g.iter().map(|r| Batch::new(r, &[], sc.arity)).collect()
                 };
                 let v: Vec<Batch> = v.into_iter().filter(|b| !b.rows.is_empty()).collect();
                 if v.is_empty() {

@@ -119,7 +119,7 @@ pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
     let len = src.len();
     for p in 0..passes {
         let c = &mut counts[p * radix..(p + 1) * radix];
-        if c.iter().any(|&x| x == len) {
+        if c.contains(&len) {
             continue; // all keys share this digit
         }
         let mut sum = 0;
@@ -142,7 +142,6 @@ pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
         std::mem::swap(keys, &mut tmp);
     }
 }
-
 
 impl<const N: usize> DynVar for Var<N> {
     fn recent(&self) -> Ref<'_, [u32]> {
@@ -242,7 +241,6 @@ const _: () = assert!(MAX_ARITY == 12);
 pub(crate) fn make_var(it: &mut Iteration, arity: usize, name: &str) -> Option<Box<dyn DynVar>> {
     dispatch_arity!(arity, N => Some(Box::new(Var::<N>(it.variable::<[u32; N]>(name))) as Box<dyn DynVar>), None)
 }
-
 
 fn sort_dedup_n<const N: usize>(flat: &mut Vec<u32>) {
     let (rows, _) = flat.as_chunks_mut::<N>();
@@ -487,7 +485,6 @@ impl HashIndex {
             h = (h + 1) & self.mask;
         }
     }
-
 }
 
 /// Rows `start..end` of sorted `batch` (stride `n`) whose first `key.len()` columns equal
@@ -845,7 +842,11 @@ mod tests {
         for step in 0..5_000u32 {
             // Keys near the cursor (both directions), far away, and absent.
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-            let a = if step % 3 == 0 { (x >> 8) % 920 } else { (cursor / 2) as u32 % 920 };
+            let a = if step % 3 == 0 {
+                (x >> 8) % 920
+            } else {
+                (cursor / 2) as u32 % 920
+            };
             let key = [a, (x >> 4) % 6];
             let e = eq_range(batch, 3, &key, &mut cursor);
             let got = (e.0 < e.1).then_some(e);

@@ -24,7 +24,10 @@ fn rows(db: &Database, rel: &str) -> BTreeSet<Vec<u32>> {
     let out: BTreeSet<Vec<u32>> = flat.chunks_exact(arity).map(|r| r.to_vec()).collect();
     // The engine's contract: sorted and duplicate-free.
     let v: Vec<Vec<u32>> = flat.chunks_exact(arity).map(|r| r.to_vec()).collect();
-    assert!(v.windows(2).all(|w| w[0] < w[1]), "{rel} is not sorted and unique");
+    assert!(
+        v.windows(2).all(|w| w[0] < w[1]),
+        "{rel} is not sorted and unique"
+    );
     out
 }
 

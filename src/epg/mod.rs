@@ -233,8 +233,10 @@ impl Epg {
         rows: &[u32],
         symbols: &datalog::Symbols,
     ) -> Result<Epg, EpgError> {
-        let mut rule_names: Vec<String> =
-            RuleName::ALL.iter().map(|r| r.as_str().to_owned()).collect();
+        let mut rule_names: Vec<String> = RuleName::ALL
+            .iter()
+            .map(|r| r.as_str().to_owned())
+            .collect();
         // Symbol id -> rule id, filled lazily.
         let mut rule_of: HashMap<u32, u16> = HashMap::new();
         let n = vertices.len() as u32;
