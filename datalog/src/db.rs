@@ -519,10 +519,14 @@ impl Program {
                     outs.push((r, out));
                 }
                 let t_sort = Clock::now();
+                let mut any = false;
                 for (r, mut rows) in outs {
                     sort_dedup(self.decls[r].arity(), &mut rows);
+                    any |= !rows.is_empty();
                     data[r] = rows;
                 }
+                // One round, as semi-naive evaluation would count it.
+                stats.iterations += usize::from(any);
                 prof_since("stratum (not recursive): sort", t_sort);
                 if profiling() {
                     let sizes: Vec<String> = st
