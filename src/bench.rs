@@ -36,8 +36,14 @@ pub fn peak_rss_mib() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// Largest dump on which `bench derive` also times the compiled (crepe) rules: crepe needs
+/// minutes beyond this size (264 s at 1M steps), which would dominate the benchmark.
+pub const CREPE_MAX_STEPS: usize = 300_000;
+
 /// Derivation throughput: generate a synthetic dump of `steps` steps, then time load, forward
-/// pass and rules (interpreted and compiled).
+/// pass and rules (interpreted), and, once, the compiled rules on the same premises (only up
+/// to [`CREPE_MAX_STEPS`] steps). The peak RSS is read before crepe runs, so it is the one of
+/// the interpreted pipeline.
 pub fn derive(
     steps: usize,
     runs: usize,
@@ -67,37 +73,29 @@ pub fn derive(
     let mut t_load = Vec::new();
     let mut t_fwd = Vec::new();
     let mut t_rules = Vec::new();
-    let mut t_crepe = Vec::new();
+    let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
     let mut n_edges = 0;
-    for _ in 0..runs {
-        let (dump, load) = time(|| Dump::load(&path));
+    for _ in 0..runs.max(1) {
+        let (dump, load, c_load) = time_cpu(|| Dump::load(&path));
         let dump = dump?;
-        let (premises, fwd) = time(|| {
+        let (premises, fwd, c_fwd) = time_cpu(|| {
             let cd = ControlDeps::compute(&dump);
             forward(&dump, &cd, &all_traces(&dump))
         });
-        let (epg, r) = time(|| derive_with(&dump, &premises, rules));
+        let (epg, r, c_rules) = time_cpu(|| derive_with(&dump, &premises, rules));
         let epg = epg?;
         n_edges = epg.edges.len();
         t_load.push(load);
         t_fwd.push(fwd);
         t_rules.push(r);
-        if compiled_too {
-            let (e2, c) = time(|| Epg::derive_compiled(&premises));
-            let e2 = e2?;
-            if e2.edges.len() != epg.edges.len() {
-                writeln!(
-                    report,
-                    "WARNING: compiled and interpreted rules disagree ({} vs {} edges)",
-                    e2.edges.len(),
-                    epg.edges.len()
-                )
-                .unwrap();
-            }
-            t_crepe.push(c);
+        for (v, c) in cpu.iter_mut().zip([c_load, c_fwd, c_rules]) {
+            v.push(c);
         }
+        drop(epg);
+        drop(premises);
         drop(dump);
     }
+    let rss = peak_rss_mib();
     let (l, f, r) = (median(t_load), median(t_fwd), median(t_rules));
     let total_s = l + f + r;
     writeln!(report, "edges derived: {n_edges}").unwrap();
@@ -109,17 +107,43 @@ pub fn derive(
     .unwrap();
     writeln!(report, "end to end: {total_s:.3} s = {:.0} steps/s (paper's implementation: 70 steps/s; ratio {:.0}x)", total as f64 / total_s, total as f64 / total_s / 70.0)
         .unwrap();
-    if compiled_too {
-        let c = median(t_crepe);
+    let [cl, cf, cr] = cpu.map(median);
+    let cpu_total = cl + cf + cr;
+    writeln!(
+        report,
+        "CPU time (this thread), median: load {cl:.3} s, forward pass {cf:.3} s, rules {cr:.3} s; end to end {cpu_total:.3} s = {:.0} steps per CPU-second",
+        total as f64 / cpu_total
+    )
+    .unwrap();
+    if let Some(m) = rss {
+        writeln!(report, "peak RSS: {m:.0} MiB").unwrap();
+    }
+    if compiled_too && total <= CREPE_MAX_STEPS {
+        let dump = Dump::load(&path)?;
+        let cd = ControlDeps::compute(&dump);
+        let premises = forward(&dump, &cd, &all_traces(&dump));
+        let (e2, c) = time(|| Epg::derive_compiled(&premises));
+        let e2 = e2?;
+        if e2.edges.len() != n_edges {
+            writeln!(
+                report,
+                "WARNING: compiled and interpreted rules disagree ({} vs {n_edges} edges)",
+                e2.edges.len(),
+            )
+            .unwrap();
+        }
         writeln!(
             report,
-            "compiled (crepe) rules: {c:.3} s; interpreted / compiled = {:.2}",
+            "compiled (crepe) rules, 1 run: {c:.3} s; interpreted / compiled = {:.3}",
             r / c
         )
         .unwrap();
-    }
-    if let Some(m) = peak_rss_mib() {
-        writeln!(report, "peak RSS: {m:.0} MiB").unwrap();
+    } else if compiled_too {
+        writeln!(
+            report,
+            "compiled (crepe) rules: not timed above {CREPE_MAX_STEPS} steps (too slow)"
+        )
+        .unwrap();
     }
     Ok(report)
 }
@@ -130,6 +154,25 @@ pub fn derive_with(
     rules: &Rules,
 ) -> Result<Epg, Error> {
     crate::pipeline::derive_premises(dump, premises, rules)
+}
+
+/// CPU time of the calling thread so far, in seconds (Linux `/proc/thread-self/schedstat`,
+/// nanosecond resolution); `None` where unavailable.
+pub fn thread_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1e9)
+}
+
+/// Wall and CPU (this thread) time of `f`; CPU time is NaN where unavailable.
+pub fn time_cpu<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let c0 = thread_cpu_s();
+    let (x, wall) = time(f);
+    let cpu = match (c0, thread_cpu_s()) {
+        (Some(a), Some(b)) => b - a,
+        _ => f64::NAN,
+    };
+    (x, wall, cpu)
 }
 
 pub fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {

@@ -160,6 +160,18 @@ impl Out {
     fn push(&mut self, r: usize, row: &[u32]) {
         self.rels[r].extend_from_slice(row);
     }
+
+    /// Sorts the rows of relation `r` (arity `N`) pushed since it had `from` values, so that
+    /// the rows of one step come in column order: then the whole relation is sorted (steps
+    /// are pushed in increasing order) and the rule engine need not sort it again.
+    #[inline]
+    fn sort_since<const N: usize>(&mut self, r: usize, from: usize) {
+        let tail = &mut self.rels[r][from..];
+        if tail.len() > N {
+            let (rows, _) = tail.as_chunks_mut::<N>();
+            rows.sort_unstable();
+        }
+    }
 }
 
 // Relation indices in RELATIONS order.
@@ -238,6 +250,10 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
         out.push(COPY, &[layout.stmt(s as u32)]);
     }
 
+    // Per statement: the symbols of its uses and definitions, filled at the first point where
+    // the pass asks for each (so symbols are allocated in the same order as without the cache).
+    let mut use_syms: Vec<Vec<u32>> = dump.uses.iter().map(|u| vec![u32::MAX; u.len()]).collect();
+    let mut def_syms: Vec<Vec<u32>> = dump.defs.iter().map(|d| vec![u32::MAX; d.len()]).collect();
     let mut pool: Vec<FrameState> = Vec::new();
     for view in views {
         let tr = &dump.traces[view.trace];
@@ -246,12 +262,17 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
         // (a failing `assert f(x) == y` is a call step; f's steps follow it).
         let end = tr.steps.len();
         // frames opened by each call step
-        let mut opens: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-        for (f, fr) in tr.frames.iter().enumerate() {
-            if let Some(c) = fr.call_step {
-                opens.entry(c).or_default().push(f as u32);
-            }
-        }
+        // (call step, frame) sorted by call step (frames in id order), walked with a cursor as
+        // the kept steps increase.
+        let mut opens: Vec<(u32, u32)> = tr
+            .frames
+            .iter()
+            .enumerate()
+            .filter_map(|(f, fr)| fr.call_step.map(|c| (c, f as u32)))
+            .collect();
+        opens.sort_unstable();
+        let mut open_at = 0usize;
+        let failure_step = dump.failure_step(tr);
         // pending bindings of frames not yet entered: frame → [(var, (gid, vertex))]
         let mut pending: FxHashMap<u32, Vec<Binding>> = FxHashMap::default();
         let mut stack: Vec<FrameState> = Vec::new();
@@ -344,12 +365,17 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
             };
             let _ = sv;
             // Uses: LASTDEF in the current context (read before this step's own definitions).
-            for &u in &dump.uses[l as usize] {
+            let from = out.rels[LASTDEF].len();
+            for (k, &u) in dump.uses[l as usize].iter().enumerate() {
                 if let Some(&(j, w)) = top.defs.get(&u) {
-                    let sym = layout.var(cm, u);
-                    out.push(LASTDEF, &[gid, sym, j, w]);
+                    let cached = &mut use_syms[l as usize][k];
+                    if *cached == u32::MAX {
+                        *cached = layout.var(cm, u);
+                    }
+                    out.push(LASTDEF, &[gid, *cached, j, w]);
                 }
             }
+            out.sort_since::<4>(LASTDEF, from);
             // LASTCTRL: the most recent controller of l executed in this context.
             let mut lc: Option<u32> = None;
             for &r in &cd.parents[l as usize] {
@@ -361,9 +387,16 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                 out.push(LASTCTRL, &[gid, j]);
             }
             // Calls into traced code: V_i^a, OPEN, ISARG, ISRCVOBJ, MAP.
-            if let Some(callees) = opens.get(&idx) {
+            while open_at < opens.len() && opens[open_at].0 < idx {
+                open_at += 1;
+            }
+            let first_open = open_at;
+            while open_at < opens.len() && opens[open_at].0 == idx {
+                open_at += 1;
+            }
+            if first_open < open_at {
                 out.push(OPEN, &[gid]);
-                for &f in callees {
+                for &(_, f) in &opens[first_open..open_at] {
                     let fm = tr.frames[f as usize].method;
                     let m = &dump.methods[fm as usize];
                     let mut binds: Vec<Binding> = Vec::new();
@@ -429,22 +462,28 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                 });
                 out.push(VD, &[gid, layout.hash(), v]);
             } else {
-                for &d in ds {
+                let from = out.rels[VD].len();
+                for (k, &d) in ds.iter().enumerate() {
                     let v = vertices.len() as u32;
                     vertices.push(Vertex::Def {
                         trace: t,
                         step: idx,
                         var: d,
                     });
-                    let sym = layout.var(cm, d);
+                    let cached = &mut def_syms[l as usize][k];
+                    if *cached == u32::MAX {
+                        *cached = layout.var(cm, d);
+                    }
+                    let sym = *cached;
                     out.push(VD, &[gid, sym, v]);
                     top.defs.insert(d, (gid, v));
                 }
+                out.sort_since::<3>(VD, from);
             }
             if cd.is_controller[l as usize] {
                 top.last_exec.insert(l, gid);
             }
-            if dump.failure_step(tr) == Some(idx) {
+            if failure_step == Some(idx) {
                 failure_points.push((view.trace, gid));
             }
         }

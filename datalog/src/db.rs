@@ -9,7 +9,7 @@ use std::time::Instant;
 use datafrog::Iteration;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::eval::{make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec, RowBuf};
+use crate::eval::{make_var, permuted_index, sort_dedup, summary, Batch, DynVar, Exec};
 use crate::program::{Const, Plan, Program, Step, View, SIGN};
 use crate::{ColumnType, Symbols};
 
@@ -332,6 +332,7 @@ impl Program {
     /// Evaluate the program over `db`: input relations are read from `db` (by name), every
     /// derived relation is written back to `db`, sorted and deduplicated.
     pub fn evaluate(&self, db: &mut Database) -> Result<EvalStats, EvalError> {
+        let t_eval = Clock::now();
         let decls = &self.decls;
         let derived: HashSet<usize> = self.strata.iter().flat_map(|s| s.rels.clone()).collect();
         // Validate the provided relations.
@@ -396,7 +397,9 @@ impl Program {
                 Some(rel) => {
                     let mut rows = rel.rows;
                     encode_columns(&mut rows, &types);
+                    let t = Clock::now();
                     sort_dedup(d.arity(), &mut rows);
+                    prof_since(&format!("input `{}` sorted", d.name), t);
                     data.push(rows);
                     present.push(true);
                 }
@@ -407,8 +410,10 @@ impl Program {
             }
         }
 
+        prof_since("evaluate: validate, encode, sort inputs", t_eval);
         let result = self.run_strata(&mut data, &consts);
 
+        let t = Clock::now();
         // Put everything back (also on error, so inputs are not lost).
         for (r, d) in decls.iter().enumerate() {
             if present[r] || derived.contains(&r) {
@@ -418,6 +423,7 @@ impl Program {
                 db.insert_flat(&d.name, d.arity(), rows);
             }
         }
+        prof_since("evaluate: write back", t);
         result
     }
 
@@ -441,6 +447,7 @@ impl Program {
         let mut summaries: HashMap<usize, Vec<u32>> = HashMap::new();
 
         for (si, st) in self.strata.iter().enumerate() {
+            let t0 = Clock::now();
             // Build the permuted indexes of complete relations this stratum reads.
             for p in st.base.iter().chain(&st.delta) {
                 let mut needed: Vec<usize> = p
@@ -458,7 +465,12 @@ impl Program {
                     let def = &self.indexes[ix];
                     let arity = self.decls[def.rel].arity();
                     if !def.is_identity() && !cache.contains_key(&ix) {
+                        let t = Clock::now();
                         cache.insert(ix, permuted_index(arity, &data[def.rel], &def.perm));
+                        prof_since(
+                            &format!("index of `{}` {:?}", self.decls[def.rel].name, def.perm),
+                            t,
+                        );
                     }
                     if let std::collections::hash_map::Entry::Vacant(e) = summaries.entry(ix) {
                         let rows = if def.is_identity() {
@@ -471,6 +483,77 @@ impl Program {
                 }
             }
 
+            prof_since("stratum: permuted indexes", t0);
+            if st.delta.is_empty() {
+                // Not recursive: evaluate every rule once into one buffer per relation, then
+                // sort and deduplicate once (no semi-naive bookkeeping, no batch merges).
+                let t_nr = Clock::now();
+                // The stratum's rules do not read its relations: move their input tuples out.
+                let mut seeds: Vec<Vec<u32>> = st
+                    .rels
+                    .iter()
+                    .map(|&r| std::mem::take(&mut data[r]))
+                    .collect();
+                let complete = |ix: usize| -> Batch {
+                    let def = &self.indexes[ix];
+                    let rows = if def.is_identity() {
+                        &data[def.rel]
+                    } else {
+                        cache.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
+                    };
+                    let summary = summaries.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
+                    Batch::new(rows, summary, self.decls[def.rel].arity())
+                };
+                let mut outs: Vec<(usize, Vec<u32>)> = Vec::with_capacity(st.rels.len());
+                for (k, &r) in st.rels.iter().enumerate() {
+                    let d = &self.decls[r];
+                    if d.arity() == 0 || d.arity() > crate::MAX_ARITY {
+                        return Err(EvalError::UnsupportedArity(d.name.clone()));
+                    }
+                    let mut out = std::mem::take(&mut seeds[k]);
+                    for p in st.base.iter().filter(|p| p.head_rel == r) {
+                        if let Some(d) = build_data(p, &[], &complete) {
+                            out = self.exec(p, d, consts, out)?;
+                        }
+                    }
+                    outs.push((r, out));
+                }
+                let t_sort = Clock::now();
+                let mut any = false;
+                for (r, mut rows) in outs {
+                    sort_dedup(self.decls[r].arity(), &mut rows);
+                    any |= !rows.is_empty();
+                    data[r] = rows;
+                }
+                // One round, as semi-naive evaluation would count it.
+                stats.iterations += usize::from(any);
+                prof_since("stratum (not recursive): sort", t_sort);
+                if profiling() {
+                    let sizes: Vec<String> = st
+                        .rels
+                        .iter()
+                        .map(|&r| {
+                            let d = &self.decls[r];
+                            format!("`{}` {} rows", d.name, data[r].len() / d.arity())
+                        })
+                        .collect();
+                    prof_since(
+                        &format!("stratum (not recursive) {}", sizes.join(", ")),
+                        t_nr,
+                    );
+                }
+                for &r in &st.rels {
+                    stats.derived.push((
+                        self.decls[r].name.clone(),
+                        data[r].len() / self.decls[r].arity(),
+                    ));
+                }
+                stats.strata += 1;
+                cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+                summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
+                continue;
+            }
+            let t0 = Clock::now();
             let mut iteration = Iteration::new();
             let mut vars: HashMap<usize, Box<dyn DynVar>> = HashMap::new();
             for &r in &st.rels {
@@ -495,6 +578,8 @@ impl Program {
                 }
             }
 
+            prof_since("stratum: variables", t0);
+            let t_it = Clock::now();
             {
                 let data_ref: &[Vec<u32>] = data;
                 let cache_ref = &cache;
@@ -507,20 +592,20 @@ impl Program {
                         cache_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[])
                     };
                     let summary = sums_ref.get(&ix).map(|v| v.as_slice()).unwrap_or(&[]);
-                    Batch { rows, summary }
+                    Batch::new(rows, summary, self.decls[def.rel].arity())
                 };
                 for p in &st.base {
                     let out = {
                         let guards = collect_guards(self, p, &vars, &idx_vars);
                         match build_data(p, &guards, &complete) {
-                            Some(d) => {
-                                Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
-                            }
+                            Some(d) => Some(self.exec(p, d, consts, Vec::new())?),
                             None => None,
                         }
                     };
                     if let Some(out) = out {
+                        let t = Clock::now();
                         self.add_rows(p.head_rel, out, &vars, &idx_vars);
+                        prof_since("stratum: add rows", t);
                     }
                 }
                 while iteration.changed() {
@@ -529,9 +614,7 @@ impl Program {
                         let out = {
                             let guards = collect_guards(self, p, &vars, &idx_vars);
                             match build_data(p, &guards, &complete) {
-                                Some(d) => {
-                                    Some(self.exec(p, d, consts, vars[&p.head_rel].new_buf())?)
-                                }
+                                Some(d) => Some(self.exec(p, d, consts, Vec::new())?),
                                 None => None,
                             }
                         };
@@ -541,6 +624,8 @@ impl Program {
                     }
                 }
             }
+            prof_since("stratum: rules + iterate", t_it);
+            let t0 = Clock::now();
             drop(idx_vars);
             for (r, v) in vars.drain() {
                 data[r] = v.complete_flat();
@@ -551,6 +636,7 @@ impl Program {
                     data[r].len() / self.decls[r].arity(),
                 ));
             }
+            prof_since("stratum: complete", t0);
             stats.strata += 1;
             cache.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
             summaries.retain(|ix, _| last_use.get(ix).is_some_and(|&l| l > si));
@@ -615,12 +701,7 @@ fn build_data<'g, 'c: 'g>(
                 } else {
                     let g = guards.get(k)?;
                     k += 1;
-                    g.iter()
-                        .map(|r| Batch {
-                            rows: r,
-                            summary: &[],
-                        })
-                        .collect()
+                    g.iter().map(|r| Batch::new(r, &[], sc.arity)).collect()
                 };
                 let v: Vec<Batch> = v.into_iter().filter(|b| !b.rows.is_empty()).collect();
                 if v.is_empty() {
@@ -638,15 +719,15 @@ fn build_data<'g, 'c: 'g>(
 impl Program {
     /// Add derived rows of `rel` to its variable and, permuted, to each of its index
     /// variables, so that all of them advance in lockstep (identical recent/stable sets).
-    fn add_rows(&self, rel: usize, out: Box<dyn RowBuf>, vars: &Vars, idx_vars: &Vars) {
+    fn add_rows(&self, rel: usize, out: Vec<u32>, vars: &Vars, idx_vars: &Vars) {
         for (&ix, v) in idx_vars {
             let def = &self.indexes[ix];
             if def.rel == rel {
-                v.insert_permuted(out.as_flat(), &def.perm);
+                v.insert_permuted(&out, &def.perm);
             }
         }
         if let Some(v) = vars.get(&rel) {
-            v.insert_buf(out);
+            v.insert_flat(&out);
         }
     }
 
@@ -655,19 +736,20 @@ impl Program {
         p: &Plan,
         data: Vec<Vec<Batch>>,
         consts: &[u32],
-        out: Box<dyn RowBuf>,
-    ) -> Result<Box<dyn RowBuf>, EvalError> {
+        out: Vec<u32>,
+    ) -> Result<Vec<u32>, EvalError> {
         let ex = Exec::new(p, data);
-        let t = Instant::now();
+        let t = Clock::now();
+        let before = out.len();
         let st = ex.run(consts, out);
         if profiling() {
             eprintln!(
-                "datalog: {}:{}: rule for `{}` took {:.3} s, {} rows",
+                "datalog: {}:{}: rule for `{}` took {}, {} rows",
                 self.path,
                 p.line,
                 self.decls[p.head_rel].name,
-                t.elapsed().as_secs_f64(),
-                st.out.len()
+                t.elapsed(),
+                (st.out.len() - before) / p.head.len().max(1)
             );
         }
         if st.div_by_zero {
@@ -678,6 +760,45 @@ impl Program {
             });
         }
         Ok(st.out)
+    }
+}
+
+fn prof_since(what: &str, t: Clock) {
+    if profiling() {
+        eprintln!("datalog: {what}: {}", t.elapsed());
+    }
+}
+
+/// Wall clock and, when profiling, the CPU time of the calling thread (Linux
+/// `/proc/thread-self/schedstat`), for `DATALOG_PROFILE` reports.
+#[derive(Clone, Copy)]
+struct Clock {
+    wall: Instant,
+    cpu_ns: Option<u64>,
+}
+
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+impl Clock {
+    fn now() -> Clock {
+        Clock {
+            wall: Instant::now(),
+            cpu_ns: if profiling() { thread_cpu_ns() } else { None },
+        }
+    }
+
+    /// "W s (cpu C s)".
+    fn elapsed(&self) -> String {
+        let w = self.wall.elapsed().as_secs_f64();
+        match (self.cpu_ns, thread_cpu_ns()) {
+            (Some(a), Some(b)) if profiling() => {
+                format!("{w:.3} s (cpu {:.3} s)", b.saturating_sub(a) as f64 / 1e9)
+            }
+            _ => format!("{w:.3} s"),
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Storage over fixed-width tuples and the join executor.
 
-use std::cell::Ref;
+use std::cell::{OnceCell, Ref};
 use std::cmp::Ordering;
 
 use datafrog::{Iteration, Relation, Variable};
@@ -18,10 +18,6 @@ pub(crate) trait DynVar {
     /// Add rows of `flat` with columns reordered: new column `i` is old column `perm[i]`.
     fn insert_permuted(&self, flat: &[u32], perm: &[usize]);
     fn complete_flat(self: Box<Self>) -> Vec<u32>;
-    /// An empty output buffer of this variable's arity.
-    fn new_buf(&self) -> Box<dyn RowBuf>;
-    /// Add the rows of a buffer made by `new_buf`.
-    fn insert_buf(&self, buf: Box<dyn RowBuf>);
 }
 
 struct Var<const N: usize>(Variable<[u32; N]>);
@@ -86,7 +82,7 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
             k
         })
         .collect();
-    keys.sort_unstable();
+    radix_sort(&mut keys, total);
     for (r, &k) in rows.iter_mut().zip(keys.iter()) {
         let mut k = k;
         for c in (0..N).rev() {
@@ -98,31 +94,52 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]]) -> bool {
     true
 }
 
-/// Output rows of a rule, typed by arity.
-pub(crate) trait RowBuf {
-    fn push(&mut self, row: &[u32]);
-    fn as_flat(&self) -> &[u32];
-    fn len(&self) -> usize;
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
-}
-
-struct Buf<const N: usize>(Vec<[u32; N]>);
-
-impl<const N: usize> RowBuf for Buf<N> {
-    #[inline]
-    fn push(&mut self, row: &[u32]) {
-        let mut a = [0u32; N];
-        a.copy_from_slice(row);
-        self.0.push(a);
+/// Sort `keys` whose values are below `2^bits`: LSD radix sort with digits of up to 11 bits
+/// (all histograms counted in one pass) for large inputs, `sort_unstable` otherwise.
+pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
+    const MAX_DIGIT: u32 = 11;
+    if keys.len() < 1 << 16 {
+        keys.sort_unstable();
+        return;
     }
-    fn as_flat(&self) -> &[u32] {
-        self.0.as_flattened()
+    let passes = bits.div_ceil(MAX_DIGIT).max(1) as usize;
+    let digit = bits.div_ceil(passes as u32).max(1);
+    let radix = 1usize << digit;
+    let mask = (radix - 1) as u64;
+    let mut counts = vec![0usize; radix * passes];
+    for &k in keys.iter() {
+        for p in 0..passes {
+            counts[p * radix + ((k >> (p as u32 * digit)) & mask) as usize] += 1;
+        }
     }
-    fn len(&self) -> usize {
-        self.0.len()
+    let mut tmp: Vec<u64> = vec![0; keys.len()];
+    let mut src: &mut Vec<u64> = keys;
+    let mut dst: &mut Vec<u64> = &mut tmp;
+    let mut swapped = false;
+    let len = src.len();
+    for p in 0..passes {
+        let c = &mut counts[p * radix..(p + 1) * radix];
+        if c.contains(&len) {
+            continue; // all keys share this digit
+        }
+        let mut sum = 0;
+        for x in c.iter_mut() {
+            let v = *x;
+            *x = sum;
+            sum += v;
+        }
+        let shift = p as u32 * digit;
+        for &k in src.iter() {
+            let d = ((k >> shift) & mask) as usize;
+            dst[c[d]] = k;
+            c[d] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+        swapped = !swapped;
     }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        Box::new(self.0)
+    if swapped {
+        // The sorted keys are in `tmp`.
+        std::mem::swap(keys, &mut tmp);
     }
 }
 
@@ -159,16 +176,6 @@ impl<const N: usize> DynVar for Var<N> {
     }
     fn complete_flat(self: Box<Self>) -> Vec<u32> {
         self.0.complete().elements.into_flattened()
-    }
-    fn new_buf(&self) -> Box<dyn RowBuf> {
-        Box::new(Buf::<N>(Vec::new()))
-    }
-    fn insert_buf(&self, buf: Box<dyn RowBuf>) {
-        if let Ok(rows) = buf.into_any().downcast::<Vec<[u32; N]>>() {
-            if !rows.is_empty() {
-                self.0.insert(sorted_relation(*rows));
-            }
-        }
     }
 }
 
@@ -391,6 +398,93 @@ pub(crate) fn summary(rows: &[u32], n: usize) -> Vec<u32> {
 pub(crate) struct Batch<'a> {
     pub rows: &'a [u32],
     pub summary: &'a [u32],
+    /// Number of rows (`rows.len() / arity`), precomputed to keep divisions out of lookups.
+    pub count: usize,
+}
+
+impl<'a> Batch<'a> {
+    pub fn new(rows: &'a [u32], summary: &'a [u32], arity: usize) -> Self {
+        Batch {
+            rows,
+            summary,
+            count: rows.len() / arity.max(1),
+        }
+    }
+}
+
+/// Open-addressing hash table from each distinct key prefix (the first `b` columns) of a
+/// sorted relation to the rows `start..end` that have it.
+pub(crate) struct HashIndex {
+    b: usize,
+    n: usize,
+    mask: usize,
+    /// `[start, end)` row ranges; `start == u32::MAX` marks an empty slot.
+    slots: Vec<[u32; 2]>,
+}
+
+#[inline(always)]
+fn hash_key(key: &[u32]) -> usize {
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    for &x in key {
+        h = (h ^ u64::from(x)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 29;
+    }
+    h as usize
+}
+
+impl HashIndex {
+    /// The table of the `b`-column prefixes of sorted `rows` (stride `n`); `None` if the
+    /// relation has too many rows for 32-bit row numbers.
+    pub fn build(rows: &[u32], n: usize, b: usize) -> Option<HashIndex> {
+        let count = rows.len() / n.max(1);
+        if count >= u32::MAX as usize || b == 0 || b > n {
+            return None;
+        }
+        // Count distinct prefixes to size the table (load factor <= 1/2).
+        let mut distinct = 0usize;
+        for r in 0..count {
+            if r == 0 || rows[r * n..r * n + b] != rows[(r - 1) * n..(r - 1) * n + b] {
+                distinct += 1;
+            }
+        }
+        let cap = (distinct * 2).max(8).next_power_of_two();
+        let mask = cap - 1;
+        let mut slots = vec![[u32::MAX, 0]; cap];
+        let mut start = 0usize;
+        while start < count {
+            let key = &rows[start * n..start * n + b];
+            let mut end = start + 1;
+            while end < count && &rows[end * n..end * n + b] == key {
+                end += 1;
+            }
+            let mut h = hash_key(key) & mask;
+            while slots[h][0] != u32::MAX {
+                h = (h + 1) & mask;
+            }
+            slots[h] = [start as u32, end as u32];
+            start = end;
+        }
+        Some(HashIndex { b, n, mask, slots })
+    }
+
+    /// Rows `start..end` of `rows` (the relation it was built from) whose prefix is `key`.
+    #[inline]
+    pub fn get(&self, rows: &[u32], key: &[u32]) -> (usize, usize) {
+        debug_assert_eq!(key.len(), self.b);
+        let n = self.n;
+        let mut h = hash_key(key) & self.mask;
+        loop {
+            let [s, e] = self.slots[h];
+            if s == u32::MAX {
+                return (0, 0);
+            }
+            let s = s as usize;
+            if &rows[s * n..s * n + self.b] == key {
+                return (s, e as usize);
+            }
+            h = (h + 1) & self.mask;
+        }
+    }
 }
 
 /// Rows `start..end` of sorted `batch` (stride `n`) whose first `key.len()` columns equal
@@ -398,7 +492,7 @@ pub(crate) struct Batch<'a> {
 #[inline]
 fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, usize) {
     let rows_flat = batch.rows;
-    let rows = rows_flat.len() / n;
+    let rows = batch.count;
     let b = key.len();
     if b == 0 {
         return (0, rows);
@@ -417,15 +511,42 @@ fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, 
         } else {
             gallop(p, rows, less)
         }
-    } else if !batch.summary.is_empty() {
-        let k = batch.summary.partition_point(|&s| s < key[0]);
-        gallop(k.saturating_sub(1) * BLOCK, rows, less)
+    } else if p >= NEAR && !less(p - NEAR) {
+        // Far behind: a global search.
+        if !batch.summary.is_empty() {
+            let k = batch.summary.partition_point(|&s| s < key[0]);
+            gallop(k.saturating_sub(1) * BLOCK, rows, less)
+        } else {
+            bsearch(0, p, less)
+        }
     } else {
-        bsearch(0, p, less)
+        // A little behind (keys that go back and forth within a small region of the index):
+        // search the last NEAR rows only.
+        bsearch(p.saturating_sub(NEAR), p, less)
     };
     *cursor = start;
     let end = gallop(start, rows, |r| cmp(r) == Ordering::Equal);
     (start, end)
+}
+
+/// Rows within which a lookup counts as near the cursor (see [`near_cursor`]).
+const NEAR: usize = 32;
+
+/// Whether the rows with prefix `key` start within `NEAR` rows of `cursor`, before or after
+/// (so that searching from the cursor is cheaper than a hash lookup).
+#[inline]
+fn near_cursor(batch: Batch, n: usize, key: &[u32], cursor: usize) -> bool {
+    let (rows, count) = (batch.rows, batch.count);
+    let b = key.len();
+    if count == 0 {
+        return false;
+    }
+    let lo = cursor.saturating_sub(NEAR).min(count - 1);
+    if cmp_prefix(&rows[lo * n..lo * n + b], key) == Ordering::Greater {
+        return false;
+    }
+    let hi = (cursor + NEAR).min(count - 1);
+    cmp_prefix(&rows[hi * n..hi * n + b], key) != Ordering::Less
 }
 
 pub(crate) struct Exec<'a> {
@@ -433,12 +554,20 @@ pub(crate) struct Exec<'a> {
     /// Per step: the sorted batches it reads (scan: its view; negation: the complete index).
     pub data: Vec<Vec<Batch<'a>>>,
     cursor_base: Vec<usize>,
+    /// Per (step, batch), like the cursors: a hash index built once the lookups far from the
+    /// cursor have cost about as much as building it (see [`Exec::far_lookup`]).
+    hashes: Vec<OnceCell<Option<HashIndex>>>,
+    /// The head's slots when every head argument is a plain variable or constant.
+    head_slots: Option<Vec<usize>>,
 }
 
 pub(crate) struct State {
     env: Vec<u32>,
     cursors: Vec<usize>,
-    pub out: Box<dyn RowBuf>,
+    /// Per (step, batch): lookups far from the cursor so far.
+    far: Vec<usize>,
+    /// Derived head rows, flat and row-major.
+    pub out: Vec<u32>,
     pub div_by_zero: bool,
 }
 
@@ -454,12 +583,21 @@ impl<'a> Exec<'a> {
         Exec {
             plan,
             data,
+            hashes: (0..n).map(|_| OnceCell::new()).collect(),
             cursor_base,
+            head_slots: plan
+                .head
+                .iter()
+                .map(|e| match e {
+                    CExpr::Slot(s) => Some(*s),
+                    CExpr::Bin(..) => None,
+                })
+                .collect(),
         }
     }
 
     /// Run the plan with constants `consts` (per constant id); derived head rows go to `out`.
-    pub fn run(&self, consts: &[u32], out: Box<dyn RowBuf>) -> State {
+    pub fn run(&self, consts: &[u32], out: Vec<u32>) -> State {
         let mut env = vec![0u32; self.plan.n_slots];
         for &(slot, id) in &self.plan.consts {
             env[slot] = consts[id];
@@ -467,11 +605,50 @@ impl<'a> Exec<'a> {
         let mut st = State {
             env,
             cursors: vec![0; *self.cursor_base.last().unwrap_or(&0)],
+            far: vec![0; *self.cursor_base.last().unwrap_or(&0)],
             out,
             div_by_zero: false,
         };
         self.step(&mut st, 0);
         st
+    }
+
+    /// Rows of `batch` with prefix `key`, for a key far from the cursor: by galloping search
+    /// until the far lookups number a quarter of the batch's rows (a hash index costs about
+    /// as much to build as that many searches), then from the batch's [`HashIndex`].
+    #[inline]
+    fn far_lookup(
+        &self,
+        st: &mut State,
+        slot: usize,
+        batch: Batch,
+        n: usize,
+        key: &[u32],
+    ) -> (usize, usize) {
+        let rows = batch.count;
+        let hash = match self.hashes[slot].get() {
+            Some(h) => h.as_ref(),
+            None => {
+                st.far[slot] += 1;
+                if st.far[slot] > 1024 + rows / 4 {
+                    self.hashes[slot]
+                        .get_or_init(|| HashIndex::build(batch.rows, n, key.len()))
+                        .as_ref()
+                } else {
+                    None
+                }
+            }
+        };
+        match hash {
+            Some(h) => {
+                let (s, e) = h.get(batch.rows, key);
+                if s < e {
+                    st.cursors[slot] = s;
+                }
+                (s, e)
+            }
+            None => eq_range(batch, n, key, &mut st.cursors[slot]),
+        }
     }
 
     fn step(&self, st: &mut State, i: usize) {
@@ -490,7 +667,7 @@ impl<'a> Exec<'a> {
                     }
                 }
             }
-            st.out.push(&row[..self.plan.head.len()]);
+            st.out.extend_from_slice(&row[..self.plan.head.len()]);
             return;
         };
         match step {
@@ -574,17 +751,41 @@ impl<'a> Exec<'a> {
                 }
                 for (bi, &bat) in self.data[i].iter().enumerate() {
                     let batch = bat.rows;
-                    let rows = batch.len() / n;
+                    let rows = bat.count;
                     let (mut start, mut end) = if b == 0 {
                         (0, rows)
                     } else {
-                        let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                        eq_range(bat, n, &k[..b], cur)
+                        let slot = self.cursor_base[i] + bi;
+                        let key = &k[..b];
+                        if sc.hashed && !near_cursor(bat, n, key, st.cursors[slot]) {
+                            self.far_lookup(st, slot, bat, n, key)
+                        } else {
+                            eq_range(bat, n, key, &mut st.cursors[slot])
+                        }
                     };
                     if sc.range.is_some() && start < end {
                         let col = |r: usize| batch[r * n + b];
                         start = bsearch(start, end, |r| col(r) < lo);
                         end = bsearch(start, end, |r| col(r) <= hi);
+                    }
+                    let last = i + 1 == self.plan.steps.len();
+                    if let (true, Some(head)) = (last, &self.head_slots) {
+                        // The innermost scan of a plain head: emit rows directly.
+                        'last: for r in start..end {
+                            let row = &batch[r * n..r * n + n];
+                            for (c, act) in &sc.actions {
+                                match act {
+                                    Act::Bind(s) => st.env[*s] = row[*c],
+                                    Act::Check(s) => {
+                                        if st.env[*s] != row[*c] {
+                                            continue 'last;
+                                        }
+                                    }
+                                }
+                            }
+                            st.out.extend(head.iter().map(|&s| st.env[s]));
+                        }
+                        continue;
                     }
                     'rows: for r in start..end {
                         let row = &batch[r * n..r * n + n];
@@ -614,6 +815,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn hash_index_and_cursor_searches_find_every_prefix() {
+        // Sorted rows of 3 columns with repeated (c0, c1) prefixes.
+        let mut rows: Vec<[u32; 3]> = Vec::new();
+        for a in 0..300u32 {
+            for b in 0..(a % 5) {
+                for c in 0..(1 + (a + b) % 3) {
+                    rows.push([a * 3, b, c]);
+                }
+            }
+        }
+        rows.sort_unstable();
+        let flat = rows.as_flattened();
+        let summary = summary(flat, 3);
+        let batch = Batch::new(flat, &summary, 3);
+        let h = HashIndex::build(flat, 3, 2).unwrap();
+        let naive = |k: &[u32]| {
+            let s = rows.iter().position(|r| r[..2] == *k);
+            match s {
+                None => None,
+                Some(s) => Some((s, s + rows[s..].iter().take_while(|r| r[..2] == *k).count())),
+            }
+        };
+        let mut cursor = 0;
+        let mut x = 99u32;
+        for step in 0..5_000u32 {
+            // Keys near the cursor (both directions), far away, and absent.
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let a = if step % 3 == 0 {
+                (x >> 8) % 920
+            } else {
+                (cursor / 2) as u32 % 920
+            };
+            let key = [a, (x >> 4) % 6];
+            let e = eq_range(batch, 3, &key, &mut cursor);
+            let got = (e.0 < e.1).then_some(e);
+            assert_eq!(got, naive(&key), "eq_range {key:?}");
+            let hg = h.get(flat, &key);
+            assert_eq!((hg.0 < hg.1).then_some(hg), naive(&key), "hash {key:?}");
+        }
+    }
+
+    #[test]
     fn packed_sort_matches_comparison_sort() {
         let mut x = 12345u64;
         let mut next = |m: u64| {
@@ -633,6 +876,15 @@ mod tests {
                     ]
                 })
                 .collect();
+            let mut a = rows.clone();
+            a.sort_unstable();
+            let mut b = rows;
+            sort_rows(&mut b);
+            assert_eq!(a, b);
+        }
+        // Large enough for the radix sort (>= 65,536 keys), several digit widths.
+        for (range, n) in [(1u64 << 20, 200_000), (3, 100_000), (1 << 32, 70_000)] {
+            let rows: Vec<[u32; 2]> = (0..n).map(|_| [next(range), next(range)]).collect();
             let mut a = rows.clone();
             a.sort_unstable();
             let mut b = rows;

@@ -63,6 +63,11 @@ pub(crate) struct Scan {
     pub range: Option<RangeSpec>,
     /// Per remaining column (position in the index order): bind or check.
     pub actions: Vec<(usize, Act)>,
+    /// Look the key up in a hash table of the index's key prefixes rather than by galloping
+    /// from the previous position: set for lookups whose keys come in no particular order
+    /// (every scan of a complete relation with a variable in its key, except the one the
+    /// first scan is sorted for).
+    pub hashed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -1060,6 +1065,8 @@ impl<'a> Compiler<'a> {
         let mut bound: HashSet<&str> = HashSet::new();
         let mut steps = Vec::new();
         let mut sources = Vec::new();
+        // The atom the first scan is sorted for (its lookups come in ascending key order).
+        let mut merge_target: Option<usize> = None;
 
         self.place_pending(&mut pb, &mut pending, &mut bound, &mut steps);
         while !remaining.is_empty() {
@@ -1161,7 +1168,11 @@ impl<'a> Compiler<'a> {
             } else if sources.is_empty() && !remaining.is_empty() && view == View::Full {
                 // First scan: order it by the key of the next atom, so that the next atom's
                 // lookups come in ascending order (a merge join instead of random searches).
-                perm.extend(self.lead_columns(atom, &pos, &remaining, &bound));
+                let (lead, target) = self.lead_columns(atom, &pos, &remaining, &bound);
+                if !lead.is_empty() {
+                    merge_target = target;
+                }
+                perm.extend(lead);
             }
             for i in 0..atom.args.len() {
                 if !perm.contains(&i) {
@@ -1184,6 +1195,12 @@ impl<'a> Compiler<'a> {
                     }
                 }
             }
+            let var_key = key_cols
+                .iter()
+                .any(|&i| matches!(atom.args[i], Expr::Var(..)));
+            let hashed = view == View::Full
+                && var_key
+                && !(sources.len() == 1 && merge_target == Some(pick));
             let index = self.index_id(rel, perm);
             sources.push((index, view));
             steps.push(Step::Scan(Scan {
@@ -1192,6 +1209,7 @@ impl<'a> Compiler<'a> {
                 key,
                 range: range_col.map(|_| range),
                 actions,
+                hashed,
             }));
             for v in newly {
                 bound.insert(v);
@@ -1222,14 +1240,14 @@ impl<'a> Compiler<'a> {
     }
 
     /// Columns of `first` that provide, in order, the variable key columns of the atom that
-    /// will probably be joined next (the first of `remaining` sharing a variable).
+    /// will probably be joined next (the first of `remaining` sharing a variable), and that atom.
     fn lead_columns(
         &self,
         first: &Atom,
         pos: &[&Atom],
         remaining: &[usize],
         bound: &HashSet<&str>,
-    ) -> Vec<usize> {
+    ) -> (Vec<usize>, Option<usize>) {
         let var_col = |v: &str| {
             first
                 .args
@@ -1243,7 +1261,7 @@ impl<'a> Compiler<'a> {
                 .any(|e| matches!(e, Expr::Var(v, _) if var_col(v).is_some()))
         };
         let Some(&next) = remaining.iter().find(|&&j| shares(j)) else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
         let mut lead: Vec<usize> = Vec::new();
         for e in &pos[next].args {
@@ -1259,7 +1277,7 @@ impl<'a> Compiler<'a> {
                 _ => {}
             }
         }
-        lead
+        (lead, Some(next))
     }
 
     fn place_pending<'r>(
@@ -1429,6 +1447,33 @@ mod tests {
         assert_eq!(p.indexes[ix].perm, vec![0, 1]);
         let (ix, _) = plans[0].sources[1];
         assert_eq!(p.indexes[ix].perm, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn lookups_after_the_merge_join_are_hashed() {
+        let src = "
+            .decl q(i: unsigned, u: unsigned, j: unsigned)
+            .decl ctx(i: unsigned, c: unsigned)
+            .decl cd(l: unsigned, u: unsigned)
+            .decl exec(l: unsigned, c: unsigned, r: unsigned)
+            .decl vd(i: unsigned, x: symbol, v: unsigned)
+            .decl hit(i: unsigned, v: unsigned)
+            hit(I, V) :- q(I, U, J), ctx(I, C), cd(L, U), exec(L, C, R), J < R, R < I, vd(R, \"#\", V).
+            hit(I, V) :- vd(I, \"#\", V), ctx(I, _).
+        ";
+        let p = Program::parse(src, "t.dl").unwrap();
+        let plans = &p.strata.iter().find(|s| !s.base.is_empty()).unwrap().base;
+        let sc = scans(&plans[0]);
+        assert_eq!(sc.len(), 5);
+        // q is scanned sorted by I, so ctx (keyed by I) is merge-joined: no hash.
+        assert!(!sc[0].hashed && !sc[1].hashed);
+        // cd, exec and vd are looked up by values in no particular order.
+        assert!(sc[2].hashed && sc[3].hashed && sc[4].hashed);
+        // A key of constants only is not hashed (the same rows every time).
+        let sc = scans(&plans[1]);
+        assert!(!sc[0].hashed);
+        assert_eq!(sc[0].key.len(), 1);
+        assert!(!sc[1].hashed);
     }
 
     #[test]

@@ -48,18 +48,36 @@ pub fn read_rows(
         }
     };
     let mut cols: [&str; MAX_ARITY] = [""; MAX_ARITY];
-    for (i, raw) in text.split('\n').enumerate() {
+    let mut rest = text;
+    let mut i = 0usize;
+    while !rest.is_empty() {
+        // Byte-level splitting (TAB and LF are ASCII, so every cut is on a char boundary).
+        let (raw, tail) = match rest.as_bytes().iter().position(|&b| b == b'\n') {
+            Some(p) => (&rest[..p], &rest[p + 1..]),
+            None => (rest, ""),
+        };
+        rest = tail;
+        i += 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         if line.is_empty() || line.starts_with("//") || line.trim().is_empty() {
             continue;
         }
+        let i = i - 1;
         let mut n = 0;
-        for part in line.split('\t') {
-            if n < MAX_ARITY {
-                cols[n] = part;
+        let mut start = 0;
+        for (k, &b) in line.as_bytes().iter().enumerate() {
+            if b == b'\t' {
+                if n < MAX_ARITY {
+                    cols[n] = &line[start..k];
+                }
+                n += 1;
+                start = k + 1;
             }
-            n += 1;
         }
+        if n < MAX_ARITY {
+            cols[n] = &line[start..];
+        }
+        n += 1;
         if n != arity {
             return Err(DumpError::at(
                 &path,
@@ -75,8 +93,13 @@ pub fn read_rows(
     Ok(true)
 }
 
-/// Parses an unsigned integer column.
+/// Parses an unsigned integer column (surrounding whitespace allowed).
 pub fn uint(s: &str, what: &str) -> Result<u32, String> {
+    // Fast path: plain ASCII digits that fit in u32.
+    let b = s.as_bytes();
+    if !b.is_empty() && b.len() <= 9 && b.iter().all(u8::is_ascii_digit) {
+        return Ok(b.iter().fold(0u32, |v, &d| v * 10 + u32::from(d - b'0')));
+    }
     s.trim()
         .parse::<u32>()
         .map_err(|_| format!("{what} must be a non-negative integer, found {s:?}"))

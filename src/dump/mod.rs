@@ -471,8 +471,17 @@ impl Dump {
         // step.facts: fast path, rows arrive in any order per trace but must be consecutive.
         {
             let traces = &mut self.traces;
-            let stmt_ids = &self.stmt_ids;
             let stmts = &self.stmts;
+            // Statement and frame names by &str with a fast hash (one lookup per step each).
+            let stmt_of: rustc_hash::FxHashMap<&str, u32> = stmts
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id.as_str(), i as u32))
+                .collect();
+            let frame_of: Vec<rustc_hash::FxHashMap<&str, u32>> = frame_ids
+                .iter()
+                .map(|m| m.iter().map(|(k, &v)| (k.as_str(), v)).collect())
+                .collect();
             let mut last_trace: (String, usize) = (String::new(), usize::MAX);
             read_rows(&dir, "step", 4, true, |_, c| {
                 let t = if last_trace.1 != usize::MAX && last_trace.0 == c[0] {
@@ -491,10 +500,10 @@ impl Dump {
                         tr.steps.len()
                     ));
                 }
-                let stmt = stmt_ids
+                let stmt = *stmt_of
                     .get(c[2])
                     .ok_or_else(|| format!("unknown statement {:?} (not in stmt.facts)", c[2]))?;
-                let frame = *frame_ids[t].get(c[3]).ok_or_else(|| {
+                let frame = *frame_of[t].get(c[3]).ok_or_else(|| {
                     format!(
                         "unknown frame {:?} in trace {:?} (not in frame.facts)",
                         c[3], c[0]

@@ -144,6 +144,7 @@ impl Epg {
         program: &datalog::Program,
         rules_path: &str,
     ) -> Result<Epg, EpgError> {
+        let t0 = std::time::Instant::now();
         let mut db = datalog::Database::new();
         let remap: Vec<u32> = (0..p.symbols.len())
             .map(|s| db.symbols.intern(&p.symbols.name(dump, s)))
@@ -198,6 +199,7 @@ impl Epg {
             }
             db.insert_flat(&decl.name, rel.arity, rows);
         }
+        prof("epg: inputs", t0);
         match program.decl("edge") {
             Some(d)
                 if d.is_output
@@ -211,17 +213,89 @@ impl Epg {
                 })
             }
         }
+        let t = std::time::Instant::now();
         program
             .evaluate(&mut db)
             .map_err(|e| EpgError::Eval(e.to_string()))?;
+        let t = prof("epg: evaluate", t);
         let (arity, rows) = db.rows("edge").unwrap_or((3, &[]));
         debug_assert_eq!(arity, 3);
-        let symbols = &db.symbols;
-        let triples: Vec<(u32, u32, String)> = rows
-            .chunks_exact(3)
-            .map(|r| (r[0], r[1], symbols.resolve(r[2]).unwrap_or("?").to_owned()))
+        let r = Epg::from_sorted_rows(p.vertices.clone(), rows, &db.symbols);
+        prof("epg: edges", t);
+        r
+    }
+
+    /// The EPG of `edge` rows `(src, dst, rule symbol)` sorted lexicographically (as the
+    /// engine returns them): rule symbols are resolved once per distinct symbol, and only runs
+    /// of equal `(src, dst)` are re-sorted (rule ids do not follow symbol ids).
+    fn from_sorted_rows(
+        vertices: Vec<Vertex>,
+        rows: &[u32],
+        symbols: &datalog::Symbols,
+    ) -> Result<Epg, EpgError> {
+        let mut rule_names: Vec<String> = RuleName::ALL
+            .iter()
+            .map(|r| r.as_str().to_owned())
             .collect();
-        Epg::from_triples(p.vertices.clone(), triples)
+        // Symbol id -> rule id, filled lazily.
+        let mut rule_of: HashMap<u32, u16> = HashMap::new();
+        let n = vertices.len() as u32;
+        let mut edges = Vec::with_capacity(rows.len() / 3);
+        let mut last: Option<(u32, u16)> = None;
+        for r in rows.chunks_exact(3) {
+            let (src, dst, sym) = (r[0], r[1], r[2]);
+            let id = match last {
+                Some((s, id)) if s == sym => id,
+                _ => {
+                    let id = match rule_of.get(&sym) {
+                        Some(&id) => id,
+                        None => {
+                            let name = symbols.resolve(sym).unwrap_or("?");
+                            let id = match rule_names.iter().position(|x| x == name) {
+                                Some(i) => i as u16,
+                                None => {
+                                    rule_names.push(name.to_owned());
+                                    (rule_names.len() - 1) as u16
+                                }
+                            };
+                            rule_of.insert(sym, id);
+                            id
+                        }
+                    };
+                    last = Some((sym, id));
+                    id
+                }
+            };
+            if src >= n || dst >= n {
+                return Err(EpgError::Eval(format!(
+                    "rule {} derived an edge {src} → {dst} whose endpoint is not a vertex id (there are {n} vertices)",
+                    rule_names[id as usize]
+                )));
+            }
+            edges.push(Edge { src, dst, rule: id });
+        }
+        // Rows are sorted by (src, dst, symbol): re-sort each run of equal (src, dst) by rule id.
+        let mut i = 0;
+        while i < edges.len() {
+            let mut j = i + 1;
+            while j < edges.len() && (edges[j].src, edges[j].dst) == (edges[i].src, edges[i].dst) {
+                j += 1;
+            }
+            if j - i > 1 {
+                edges[i..j].sort_unstable();
+            }
+            i = j;
+        }
+        if !edges.windows(2).all(|w| w[0] < w[1]) {
+            // Not sorted by (src, dst) after all (rows from another source): sort fully.
+            edges.sort_unstable();
+            edges.dedup();
+        }
+        Ok(Epg {
+            vertices,
+            edges,
+            rule_names,
+        })
     }
 
     /// Human-readable name of a vertex (docs/trace-format.md, "The derived model").
@@ -338,4 +412,11 @@ fn frame_suffix(dump: &Dump, trace: u32, step: u32, frame: u32) -> String {
     } else {
         String::new()
     }
+}
+
+fn prof(what: &str, t: std::time::Instant) -> std::time::Instant {
+    if std::env::var_os("DATALOG_PROFILE").is_some() {
+        eprintln!("{what}: {:.3} s", t.elapsed().as_secs_f64());
+    }
+    std::time::Instant::now()
 }
