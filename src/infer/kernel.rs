@@ -24,6 +24,13 @@ pub(crate) fn sigmoid(l: f64) -> f64 {
 /// `(σ(-l), σ(l))` = normalised (correct, incorrect) masses of a log-odds message, with one exp.
 #[inline]
 pub(crate) fn sig_pair(l: f64) -> (f64, f64) {
+    // Certain messages (evidence) are common: skip the exp (same result, exp(-∞) = 0).
+    if l == f64::INFINITY {
+        return (0.0, 1.0);
+    }
+    if l == f64::NEG_INFINITY {
+        return (1.0, 0.0);
+    }
     let e = (-l.abs()).exp();
     let r = 1.0 / (1.0 + e);
     if l >= 0.0 {
@@ -157,6 +164,12 @@ impl FactorKernel {
                 pc *= c;
             }
             if pc >= TINY {
+                if beta == 0.0 {
+                    // Child certainly correct: λ(0) = C_{¬u}, λ(1) = p·C_{¬u} with C_{¬u} ≥ C > 0,
+                    // so every message is ln p (the common case of an observed-correct child).
+                    out.fill(self.ln_p);
+                    return;
+                }
                 let (mut sc, mut sd) = (1.0f64, 0.0f64); // suffix S_{i+1}, Ds_{i+1}
                 for i in (0..k).rev() {
                     let c_loo = s.a[i] * sc;
