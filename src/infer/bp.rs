@@ -24,8 +24,9 @@ struct State {
     /// Sum of the constant (static-factor) `λ_{c→v}` of each unobserved v, set after iteration 1.
     const_lam: Vec<f64>,
     /// Block schedules with several blocks: `gpi[pos]` (parent position) is the last synchronised
-    /// value of `π_{u→v}` for a parent u outside v's block; `glam[pos]` (child position) the last
-    /// synchronised `λ_{c→u}` for a child c outside u's block. Empty with one block.
+    /// value of `π_{u→v}` for an unobserved parent u outside v's block (observed parents send
+    /// their clamp, read from the evidence); `glam[pos]` (child position) the last synchronised
+    /// `λ_{c→u}` for a child c outside u's block. Empty with one block.
     gpi: Vec<f64>,
     glam: Vec<f64>,
 }
@@ -454,45 +455,13 @@ impl Engine<'_> {
         out
     }
 
-    /// Copies every message that crosses a block boundary of `plan` into the ghost arrays.
-    /// Returns the largest change (in probability) of a ghost variable-to-factor message.
-    fn sync_all(&self, st: &mut State, plan: &Plan) -> f64 {
+    /// Refreshes the ghosts of the cross-block messages that change after iteration 1 (these
+    /// are all the ghosts later iterations read: observed parents' messages are read from the
+    /// evidence). Returns the largest change (in probability) of a ghost variable-to-factor
+    /// message, if larger than `floor`.
+    fn sync(&self, st: &mut State, plan: &Plan, floor: f64) -> f64 {
         if plan.blocks() == 1 {
-            return 0.0;
-        }
-        let dag = self.dag;
-        let (par, ch, p2c, c2p) = (dag.par(), dag.ch(), dag.par_to_ch(), dag.ch_to_par());
-        let (pi_e, lam_e) = (&st.pi_e, &st.lam_e);
-        let gp = split(&plan.bounds, dag.par_off(), &mut [], &mut st.gpi);
-        let gl = split(&plan.bounds, dag.ch_off(), &mut [], &mut st.glam);
-        gp.into_par_iter()
-            .zip(gl.into_par_iter())
-            .map(|((a, b, _, gpi), (_, _, _, glam))| {
-                let (pb, cb) = (dag.par_off()[a], dag.ch_off()[a]);
-                let inside = |x: u32| (a..b).contains(&(x as usize));
-                let mut change = 0.0f64;
-                for j in pb..dag.par_off()[b] {
-                    if !inside(par[j]) {
-                        let new = pi_e[p2c[j]];
-                        change = change.max(prob_change(new, gpi[j - pb], change));
-                        gpi[j - pb] = new;
-                    }
-                }
-                for j in cb..dag.ch_off()[b] {
-                    if !inside(ch[j]) {
-                        glam[j - cb] = lam_e[c2p[j]];
-                    }
-                }
-                change
-            })
-            .reduce(|| 0.0, f64::max)
-    }
-
-    /// Refreshes the ghosts of the cross-block messages that change after iteration 1.
-    /// Returns the largest change (in probability) of a ghost variable-to-factor message.
-    fn sync_dynamic(&self, st: &mut State, plan: &Plan) -> f64 {
-        if plan.blocks() == 1 {
-            return 0.0;
+            return floor;
         }
         let dag = self.dag;
         let (p2c, c2p) = (dag.par_to_ch(), dag.ch_to_par());
@@ -504,7 +473,7 @@ impl Engine<'_> {
             .enumerate()
             .map(|(i, ((a, _, _, gpi), (_, _, _, glam)))| {
                 let (pb, cb) = (dag.par_off()[a], dag.ch_off()[a]);
-                let mut change = 0.0f64;
+                let mut change = floor;
                 for &j in &plan.sync_in[i] {
                     let new = pi_e[p2c[j]];
                     change = change.max(prob_change(new, gpi[j - pb], change));
@@ -515,7 +484,7 @@ impl Engine<'_> {
                 }
                 change
             })
-            .reduce(|| 0.0, f64::max)
+            .reduce(|| floor, f64::max)
     }
 
     /// One block-schedule iteration: every block swept in place, in parallel.
@@ -549,6 +518,8 @@ impl Engine<'_> {
         let u = self.dag.par()[j] as usize;
         if u >= blk.a && u < blk.b {
             blk.pi_e[self.dag.par_to_ch()[j] - blk.cb]
+        } else if let Some(obs) = self.evidence[u] {
+            clamp_of(obs)
         } else {
             blk.gpi[j - blk.pb]
         }
@@ -986,7 +957,6 @@ pub(crate) fn loopy_bp_blocks(
             drop(active);
             let ghosts = plan1.blocks() > 1 || plan2.blocks() > 1;
             let mut st = eng.init(&vchunks, ghosts);
-            let _ = eng.sync_all(&mut st, &plan1);
             for it in 1..=opts.max_iter {
                 let acc = if it == 1 {
                     eng.run_blocks(&mut st, &plan1, true)
@@ -996,13 +966,11 @@ pub(crate) fn loopy_bp_blocks(
                 // Refresh the ghosts for the next iteration. A variable-to-factor message that
                 // crosses blocks is read one iteration after it is computed, so its change counts
                 // towards convergence like a factor message's.
-                let ghost_change = if it == 1 {
-                    eng.sync_all(&mut st, &plan2)
-                } else {
-                    eng.sync_dynamic(&mut st, &plan2)
-                };
+                // (The ghosts of the first plan start as the initial messages: 0 for unobserved
+                // parents, all children; observed parents are read from the evidence. The
+                // ghosts that the second plan reads are all refreshed after iteration 1.)
                 let acc = Acc {
-                    max_change: acc.max_change.max(ghost_change),
+                    max_change: eng.sync(&mut st, &plan2, acc.max_change),
                     ..acc
                 };
                 if eng.finish_iteration(&mut st, acc, it, opts.tol, &mut conv)? {
@@ -1078,52 +1046,50 @@ impl Engine<'_> {
                     }
                 });
         }
-        // π_v of observed vertices (only needed to detect contradictions).
-        {
-            let pi_e = &st.pi_e;
-            st.pi_v
-                .par_iter_mut()
-                .enumerate()
-                .with_min_len(1024)
-                .for_each_init(Vec::new, |g, (v, pv)| {
-                    if evidence[v].is_some() && dag.par_off()[v + 1] > dag.par_off()[v] {
-                        *pv = self.factor_pi(v, pi_e, g);
-                    }
-                });
-        }
-        let (pi_v, lam_e) = (&st.pi_v, &st.lam_e);
-        let sums: Vec<f64> = (0..dag.len())
+        // Per vertex: s = π_v + Σ_c λ_{c→v}. For an observed v, `π_v` (not a message any
+        // other uses) is only computed to detect contradictions: whether s is certain the other
+        // way. The log-odds are NaN where the evidence is impossible.
+        let (pi_v, lam_e, pi_e) = (&st.pi_v, &st.lam_e, &st.pi_e);
+        let (par, p2c, c2p) = (dag.par(), dag.par_to_ch(), dag.ch_to_par());
+        let log_odds_incorrect: Vec<f64> = (0..dag.len())
             .into_par_iter()
-            .map(|v| {
+            .with_min_len(1024)
+            .map_init(Vec::new, |g, v| {
                 let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
-                pi_v[v]
-                    + dag.ch_to_par()[lo..hi]
-                        .iter()
-                        .map(|&j| lam_e[j])
-                        .sum::<f64>()
+                let lam: f64 = c2p[lo..hi].iter().map(|&j| lam_e[j]).sum();
+                match evidence[v] {
+                    None => pi_v[v] + lam,
+                    Some(obs) => {
+                        let (plo, phi) = (dag.par_off()[v], dag.par_off()[v + 1]);
+                        let pi = if phi > plo {
+                            g.clear();
+                            g.extend((plo..phi).map(|j| {
+                                evidence[par[j] as usize].map_or_else(|| pi_e[p2c[j]], clamp_of)
+                            }));
+                            self.kern.pi_out_if_certain(g)
+                        } else {
+                            pi_v[v]
+                        };
+                        let s = pi + lam;
+                        let contradiction = if obs {
+                            s == f64::INFINITY
+                        } else {
+                            s == f64::NEG_INFINITY
+                        };
+                        if s.is_nan() || contradiction {
+                            f64::NAN
+                        } else {
+                            clamp_of(obs)
+                        }
+                    }
+                }
             })
             .collect();
-        let impossible = (0..dag.len()).into_par_iter().find_first(|&v| {
-            let s = sums[v];
-            match evidence[v] {
-                None => s.is_nan(),
-                Some(true) => s.is_nan() || s == f64::INFINITY,
-                Some(false) => s.is_nan() || s == f64::NEG_INFINITY,
-            }
-        });
-        if let Some(v) = impossible {
+        if let Some(v) = log_odds_incorrect.par_iter().position_first(|l| l.is_nan()) {
             return Err(InferError::ImpossibleEvidence {
                 vertex: Some(v as u32),
             });
         }
-        let log_odds_incorrect: Vec<f64> = sums
-            .par_iter()
-            .zip(evidence.par_iter())
-            .map(|(&s, e)| match e {
-                None => s,
-                Some(obs) => clamp_of(*obs),
-            })
-            .collect();
         let p_incorrect = log_odds_incorrect.par_iter().map(|&l| sigmoid(l)).collect();
         Ok(Marginals {
             p_incorrect,

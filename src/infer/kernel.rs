@@ -137,6 +137,28 @@ impl FactorKernel {
         (-big_l.exp_m1()).ln() - big_l
     }
 
+    /// [`Self::pi_out`] where it is `±∞` or NaN (a certain or impossible factor message); some
+    /// finite stand-in (0) where it is finite, found without a logarithm. For contradiction
+    /// checks, which only ask whether the message is certain.
+    pub(crate) fn pi_out_if_certain(&self, parents: &[f64]) -> f64 {
+        if parents.is_empty() {
+            return self.root_pi;
+        }
+        let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
+        for &l in parents {
+            let (a, b) = sig_pair(l);
+            let c = a + self.p * b;
+            d_all += c_all * (self.q * b);
+            c_all *= c;
+        }
+        // ln(D / C) is finite when D > 0 and C is safely positive; otherwise decide exactly.
+        if c_all >= TINY && d_all > 0.0 && d_all.is_finite() {
+            0.0
+        } else {
+            self.pi_out(parents)
+        }
+    }
+
     /// Messages `f_v → u` for every parent (written to `out`, same order as `parents`), given
     /// the parents' messages and the child's message `λ_v` (all log-odds).
     pub(crate) fn lam_out(&self, parents: &[f64], child: f64, out: &mut [f64], s: &mut Scratch) {
