@@ -360,7 +360,7 @@ impl Engine<'_> {
         visit: &[u32],
         min_block_work: usize,
         later: bool,
-        weight: impl Fn(usize) -> usize,
+        weight: impl Fn(usize) -> usize + Sync,
     ) -> Plan {
         let dag = self.dag;
         let n = dag.len();
@@ -375,32 +375,43 @@ impl Engine<'_> {
                 sync_out: vec![Vec::new()],
             };
         }
-        let mut block_of = vec![0u32; n];
-        for i in 0..k {
-            block_of[bounds[i]..bounds[i + 1]].fill(i as u32);
-        }
-        // Counting sort of `visit` by block (stable: keeps the topological order).
-        let mut order_off = vec![0usize; k + 1];
-        for &v in visit {
-            order_off[block_of[v as usize] as usize + 1] += 1;
-        }
-        for i in 0..k {
-            order_off[i + 1] += order_off[i];
-        }
-        let mut fill = order_off.clone();
-        let mut order = vec![0u32; visit.len()];
-        for &v in visit {
-            let bl = block_of[v as usize] as usize;
-            order[fill[bl]] = v;
-            fill[bl] += 1;
-        }
+        let block_of = |v: usize| bounds.partition_point(|&b| b <= v) - 1;
+        let (order, order_off) = if visit.par_windows(2).all(|w| w[0] < w[1]) {
+            // Sorted by id (the topological order of EPGs): the blocks are slices of it.
+            let off = bounds
+                .iter()
+                .map(|&b| visit.partition_point(|&v| (v as usize) < b))
+                .collect();
+            (visit.to_vec(), off)
+        } else {
+            // Counting sort of `visit` by block (stable: keeps the topological order).
+            let blk: Vec<u32> = visit
+                .par_iter()
+                .map(|&v| block_of(v as usize) as u32)
+                .collect();
+            let mut order_off = vec![0usize; k + 1];
+            for &bl in &blk {
+                order_off[bl as usize + 1] += 1;
+            }
+            for i in 0..k {
+                order_off[i + 1] += order_off[i];
+            }
+            let mut fill = order_off.clone();
+            let mut order = vec![0u32; visit.len()];
+            for (&v, &bl) in visit.iter().zip(&blk) {
+                order[fill[bl as usize]] = v;
+                fill[bl as usize] += 1;
+            }
+            (order, order_off)
+        };
         let (mut sync_in, mut sync_out) = (vec![Vec::new(); k], vec![Vec::new(); k]);
         if later {
             let (ch, c2p) = (dag.ch(), dag.ch_to_par());
-            for u in 0..n {
+            for &u in &self.active_sorted {
+                let u = u as usize;
                 for &j in &self.dyn_pos[self.dyn_off[u]..self.dyn_off[u + 1]] {
                     let c = ch[j] as usize;
-                    let (bu, bc) = (block_of[u] as usize, block_of[c] as usize);
+                    let (bu, bc) = (block_of(u), block_of(c));
                     if bu != bc {
                         sync_out[bu].push(j);
                         sync_in[bc].push(c2p[j]);
@@ -770,21 +781,35 @@ fn split<'a>(
 
 /// Vertex chunk boundaries (0 = b_0 < ... = n) with roughly `total / pieces` (at least
 /// `min_target`) units of work each, where `weight(v)` is the work of vertex v.
+///
+/// A chunk ends at the first vertex where its work reaches the target. The segment sums are
+/// computed in parallel; only segments holding a boundary are scanned vertex by vertex.
 fn chunk_bounds(
     n: usize,
     pieces: usize,
     min_target: usize,
-    weight: impl Fn(usize) -> usize,
+    weight: impl Fn(usize) -> usize + Sync,
 ) -> Vec<usize> {
-    let total: usize = (0..n).map(&weight).sum();
+    const SEG: usize = 4096;
+    let seg_sum: Vec<usize> = (0..n.div_ceil(SEG))
+        .into_par_iter()
+        .map(|s| (s * SEG..((s + 1) * SEG).min(n)).map(&weight).sum())
+        .collect();
+    let total: usize = seg_sum.iter().sum();
     let target = (total / pieces.max(1)).max(min_target).max(1);
     let mut b = vec![0];
     let mut acc = 0usize;
-    for v in 0..n {
-        acc += weight(v);
-        if acc >= target {
-            b.push(v + 1);
-            acc = 0;
+    for (s, &sum) in seg_sum.iter().enumerate() {
+        if acc + sum < target {
+            acc += sum;
+            continue;
+        }
+        for v in s * SEG..((s + 1) * SEG).min(n) {
+            acc += weight(v);
+            if acc >= target {
+                b.push(v + 1);
+                acc = 0;
+            }
         }
     }
     if b.last() != Some(&n) {
@@ -935,12 +960,15 @@ pub(crate) fn loopy_bp_blocks(
             let plan1 = eng.plan(dag.topological_order(), min_work, false, |v| {
                 1 + po[v + 1] - po[v] + co[v + 1] - co[v]
             });
-            let active: Vec<u32> = dag
-                .topological_order()
-                .iter()
-                .copied()
-                .filter(|&v| is_active(v as usize))
-                .collect();
+            let topo = dag.topological_order();
+            let active: Vec<u32> = if topo.par_iter().enumerate().all(|(i, &v)| v as usize == i) {
+                eng.active_sorted.clone()
+            } else {
+                topo.iter()
+                    .copied()
+                    .filter(|&v| is_active(v as usize))
+                    .collect()
+            };
             let plan2 = eng.plan(&active, min_work, true, |v| {
                 let f = if is_active(v) {
                     1 + po[v + 1] - po[v]
