@@ -760,7 +760,11 @@ fn print_convergence_study() {
     let n = env("PROSECUTOR_BENCH_N", 1_000_000);
     for seed in 1..=env("PROSECUTOR_SEEDS", 4) as u64 {
         let (dag, ev) = synthetic_dag(n, seed);
-        for (schedule, damping) in [(Schedule::Sequential, 0.5), (Schedule::Parallel, 0.0)] {
+        for (schedule, damping) in [
+            (Schedule::Sequential, 0.5),
+            (Schedule::Parallel, 0.5),
+            (Schedule::Flooding, 0.0),
+        ] {
             let o = BpOptions {
                 schedule,
                 damping,
