@@ -48,11 +48,41 @@ fn clamp_of(obs: bool) -> f64 {
     }
 }
 
-/// Applies damping to a new factor message and returns (stored value, change in probability).
-/// The change is only computed exactly when it could exceed `floor` (the largest change seen so
-/// far in this batch), using `|σ(a) - σ(b)| ≤ |a - b| / 4`; otherwise 0 is returned.
+/// `(m(0), m(1))` normalised, from the odds `r = m(1) / m(0)` (`r = ∞`: certainly 1).
 #[inline]
-fn damp(new: f64, old: f64, damping: f64, log_domain: bool, floor: f64) -> (f64, f64) {
+fn ratio_pair(r: f64) -> (f64, f64) {
+    if r == f64::INFINITY {
+        (0.0, 1.0)
+    } else {
+        let t = 1.0 / (1.0 + r);
+        (t, r * t)
+    }
+}
+
+/// Applies damping to a new factor message and returns (stored value, change in probability).
+/// `new` is log-odds, or the odds themselves when `is_ratio` (linear kernel, see
+/// `FactorKernel::pi_out_r`). The change is only computed exactly when it could exceed `floor`
+/// (the largest change seen so far in this batch), using `|σ(a) - σ(b)| ≤ |a - b| / 4`;
+/// otherwise 0 is returned.
+#[inline]
+fn damp(
+    new: f64,
+    is_ratio: bool,
+    old: f64,
+    damping: f64,
+    log_domain: bool,
+    floor: f64,
+) -> (f64, f64) {
+    if is_ratio && damping != 0.0 && !log_domain {
+        // Damping in probability space straight from the odds: one ln, one exp (for old).
+        let (a_new, b_new) = ratio_pair(new);
+        let (a_old, b_old) = sig_pair(old);
+        let b = (1.0 - damping) * b_new + damping * b_old;
+        let a = (1.0 - damping) * a_new + damping * a_old;
+        // NaN (contradiction) is caught by the caller's check; its change is ignored.
+        return ((b / a).ln(), (b - b_old).abs());
+    }
+    let new = if is_ratio { new.ln() } else { new };
     let stored = if damping == 0.0 {
         new
     } else if log_domain {
@@ -223,16 +253,18 @@ impl Engine<'_> {
         }
     }
 
-    /// Factor `f_v`: new `π_v` from `pi_e` (`g` is a gather buffer).
+    /// Factor `f_v`: new `π_v` from `pi_e` (`g` is a gather buffer), as odds when `ratio` and
+    /// the linear kernel applies (which the flag returned tells; see `damp`).
     #[inline]
-    fn factor_pi(&self, v: usize, pi_e: &[f64], g: &mut Vec<f64>) -> f64 {
+    fn factor_pi_r(&self, v: usize, pi_e: &[f64], g: &mut Vec<f64>, ratio: bool) -> (f64, bool) {
         let (lo, hi) = (self.dag.par_off()[v], self.dag.par_off()[v + 1]);
         g.clear();
         g.extend(self.dag.par_to_ch()[lo..hi].iter().map(|&j| pi_e[j]));
-        self.kern.pi_out(g)
+        self.kern.pi_out_r(g, ratio)
     }
 
-    /// Factor `f_v`: new `λ_{v→u}` for all parents into `out` (not damped yet).
+    /// Factor `f_v`: new `λ_{v→u}` for all parents into `out` (not damped yet; odds when `ratio`
+    /// and the linear kernel applies, which the result tells).
     #[inline]
     fn factor_lam(
         &self,
@@ -242,11 +274,12 @@ impl Engine<'_> {
         out: &mut [f64],
         s: &mut Scratch,
         g: &mut Vec<f64>,
-    ) {
+        ratio: bool,
+    ) -> bool {
         let (lo, hi) = (self.dag.par_off()[v], self.dag.par_off()[v + 1]);
         g.clear();
         g.extend(self.dag.par_to_ch()[lo..hi].iter().map(|&j| pi_e[j]));
-        self.kern.lam_out(g, lam_v, out, s);
+        self.kern.lam_out_r(g, lam_v, out, s, ratio)
     }
 
     /// Like [`Self::var_out`] after iteration 1: only the dynamic children, plus the constant
@@ -570,11 +603,13 @@ impl Engine<'_> {
                     let x = self.pi_in(blk, j);
                     bufs.g.push(x);
                 }
-                let new = self.kern.pi_out(&bufs.g);
+                let d = self.pi_damping(v);
+                let (new, is_ratio) = self.kern.pi_out_r(&bufs.g, d != 0.0);
                 let (stored, ch) = damp(
                     new,
+                    is_ratio,
                     blk.pi_v[v - a],
-                    self.pi_damping(v),
+                    d,
                     self.log_domain,
                     acc.max_change,
                 );
@@ -640,14 +675,21 @@ impl Engine<'_> {
                     bufs.g.push(x);
                 }
                 bufs.out.resize(phi - plo, 0.0);
-                self.kern
-                    .lam_out(&bufs.g, blk.lam_v[v - a], &mut bufs.out, &mut bufs.s);
+                let d = self.lam_damping(v);
+                let is_ratio = self.kern.lam_out_r(
+                    &bufs.g,
+                    blk.lam_v[v - a],
+                    &mut bufs.out,
+                    &mut bufs.s,
+                    d != 0.0,
+                );
                 for (i, &new) in bufs.out.iter().enumerate() {
                     let slot = plo + i - blk.pb;
                     let (stored, ch) = damp(
                         new,
+                        is_ratio,
                         blk.lam_e[slot],
-                        self.lam_damping(v),
+                        d,
                         self.log_domain,
                         acc.max_change,
                     );
@@ -683,14 +725,10 @@ impl Engine<'_> {
                             continue;
                         }
                         if self.evidence[v].is_none() && (first || !self.pi_static[v]) {
-                            let new = self.factor_pi(v, pi_e, &mut g);
-                            let (stored, ch) = damp(
-                                new,
-                                pv[v - a],
-                                self.pi_damping(v),
-                                self.log_domain,
-                                acc.max_change,
-                            );
+                            let d = self.pi_damping(v);
+                            let (new, is_ratio) = self.factor_pi_r(v, pi_e, &mut g, d != 0.0);
+                            let (stored, ch) =
+                                damp(new, is_ratio, pv[v - a], d, self.log_domain, acc.max_change);
                             acc.check(stored, v);
                             acc.change(ch);
                             pv[v - a] = stored;
@@ -699,12 +737,15 @@ impl Engine<'_> {
                             continue;
                         }
                         buf.resize(hi - lo, 0.0);
-                        self.factor_lam(v, pi_e, lam_v[v], &mut buf, &mut s, &mut g);
+                        let d = self.lam_damping(v);
+                        let is_ratio =
+                            self.factor_lam(v, pi_e, lam_v[v], &mut buf, &mut s, &mut g, d != 0.0);
                         for (i, &new) in buf.iter().enumerate() {
                             let (stored, ch) = damp(
                                 new,
+                                is_ratio,
                                 le[lo + i],
-                                self.lam_damping(v),
+                                d,
                                 self.log_domain,
                                 acc.max_change,
                             );
