@@ -266,6 +266,7 @@ impl Engine<'_> {
     /// Factor `f_v`: new `λ_{v→u}` for all parents into `out` (not damped yet; odds when `ratio`
     /// and the linear kernel applies, which the result tells).
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn factor_lam(
         &self,
         v: usize,
