@@ -26,6 +26,10 @@ pub struct BenchRun {
     /// Median process CPU seconds (user + system, all threads) per run, from `/proc/self/stat`
     /// (Linux only; 10 ms resolution). Less sensitive than wall time to a loaded machine.
     pub median_cpu_secs: Option<f64>,
+    /// Median over runs of the CPU seconds of the busiest pool thread (from
+    /// `/proc/thread-self/stat`, Linux only). On an idle machine this is about the wall time; with
+    /// the work spread evenly it is about `median_cpu_secs / threads`, whatever the machine's load.
+    pub median_busiest_thread_cpu_secs: Option<f64>,
     pub iterations: usize,
     pub max_change: f64,
     pub converged: bool,
@@ -33,7 +37,22 @@ pub struct BenchRun {
 
 /// Process CPU time (user + system) in seconds, from `/proc/self/stat` (Linux).
 fn process_cpu_secs() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    cpu_secs_of("/proc/self/stat")
+}
+
+/// CPU time (user + system) of the calling thread in seconds (Linux).
+fn thread_cpu_secs() -> Option<f64> {
+    cpu_secs_of("/proc/thread-self/stat")
+}
+
+/// CPU time of every thread of `pool` (one entry per thread).
+fn pool_cpu_secs(pool: &rayon::ThreadPool) -> Option<Vec<f64>> {
+    pool.broadcast(|_| thread_cpu_secs()).into_iter().collect()
+}
+
+/// User + system time of a `/proc/.../stat` file, in seconds.
+fn cpu_secs_of(path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -52,9 +71,9 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Times BP on `synthetic_dag(n, seed)` for: Sequential on 1 thread, Parallel on 1 thread and
-/// Parallel on `threads` threads (if > 1), each `runs` times, with default options otherwise
-/// (`log_domain` and `damping` as given).
+/// Times BP on `synthetic_dag(n, seed)` for: Sequential on 1 thread, then Parallel and Flooding
+/// each on 1 thread and on `threads` threads (if > 1), each `runs` times, with default options
+/// otherwise (`log_domain` and `damping` as given).
 pub fn bench_runs(
     n: usize,
     threads: usize,
@@ -66,9 +85,12 @@ pub fn bench_runs(
     let runs = runs.max(1);
     let (dag, ev) = synthetic_dag(n, seed);
     let unobserved = ev.iter().filter(|e| e.is_none()).count();
-    let mut configs = vec![(Schedule::Sequential, 1), (Schedule::Parallel, 1)];
-    if threads > 1 {
-        configs.push((Schedule::Parallel, threads));
+    let mut configs = vec![(Schedule::Sequential, 1)];
+    for schedule in [Schedule::Parallel, Schedule::Flooding] {
+        configs.push((schedule, 1));
+        if threads > 1 {
+            configs.push((schedule, threads));
+        }
     }
     let mut out = Vec::new();
     for (schedule, t) in configs {
@@ -87,14 +109,20 @@ pub fn bench_runs(
         };
         let mut times = Vec::with_capacity(runs);
         let mut cpu = Vec::with_capacity(runs);
+        let mut busiest = Vec::with_capacity(runs);
         let mut last = None;
         for _ in 0..runs {
+            let p0 = pool_cpu_secs(&pool);
             let c0 = process_cpu_secs();
             let t0 = Instant::now();
             let m = pool.install(|| loopy_bp(&dag, &Cpd::default(), &ev, &opts))?;
             times.push(t0.elapsed().as_secs_f64());
             if let (Some(a), Some(b)) = (c0, process_cpu_secs()) {
                 cpu.push(b - a);
+            }
+            if let (Some(a), Some(b)) = (p0, pool_cpu_secs(&pool)) {
+                let max = a.iter().zip(&b).map(|(x, y)| y - x).fold(0.0, f64::max);
+                busiest.push(max);
             }
             last = Some(m.convergence);
         }
@@ -114,6 +142,7 @@ pub fn bench_runs(
             min_secs,
             max_secs,
             median_cpu_secs: (cpu.len() == runs).then(|| median(&mut cpu)),
+            median_busiest_thread_cpu_secs: (busiest.len() == runs).then(|| median(&mut busiest)),
             iterations: conv.iterations,
             max_change: conv.max_change,
             converged: conv.converged,
@@ -151,7 +180,7 @@ pub fn bench_report(n: usize, threads: usize, runs: usize, with_log_domain: bool
                 for r in &rows {
                     let _ = writeln!(
                         s,
-                        "  {:<10} threads={} wall median {:.3} s (min {:.3}, max {:.3}, {} runs), cpu median {}  iterations={} max_change={:.2e} converged={}",
+                        "  {:<10} threads={} wall median {:.3} s (min {:.3}, max {:.3}, {} runs), cpu median {} (busiest thread {})  iterations={} max_change={:.2e} converged={}",
                         format!("{:?}", r.schedule),
                         r.threads,
                         r.median_secs,
@@ -159,6 +188,8 @@ pub fn bench_report(n: usize, threads: usize, runs: usize, with_log_domain: bool
                         r.max_secs,
                         r.runs,
                         r.median_cpu_secs.map_or("n/a".to_string(), |c| format!("{c:.2} s")),
+                        r.median_busiest_thread_cpu_secs
+                            .map_or("n/a".to_string(), |c| format!("{c:.2} s")),
                         r.iterations,
                         r.max_change,
                         r.converged

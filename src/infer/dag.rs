@@ -204,6 +204,14 @@ impl Dag {
         out
     }
 
+    /// All parent lists, concatenated (CSR values; `par_off` delimits them).
+    pub(crate) fn par(&self) -> &[u32] {
+        &self.par
+    }
+    /// All child lists, concatenated (CSR values; `ch_off` delimits them).
+    pub(crate) fn ch(&self) -> &[u32] {
+        &self.ch
+    }
     pub(crate) fn par_off(&self) -> &[usize] {
         &self.par_off
     }

@@ -24,6 +24,13 @@ pub(crate) fn sigmoid(l: f64) -> f64 {
 /// `(σ(-l), σ(l))` = normalised (correct, incorrect) masses of a log-odds message, with one exp.
 #[inline]
 pub(crate) fn sig_pair(l: f64) -> (f64, f64) {
+    // Certain messages (evidence) are common: skip the exp (same result, exp(-∞) = 0).
+    if l == f64::INFINITY {
+        return (0.0, 1.0);
+    }
+    if l == f64::NEG_INFINITY {
+        return (1.0, 0.0);
+    }
     let e = (-l.abs()).exp();
     let r = 1.0 / (1.0 + e);
     if l >= 0.0 {
@@ -111,8 +118,15 @@ impl FactorKernel {
     /// Message `f_v → v` (log-odds) given the parents' messages `π_{u→v}` (log-odds).
     /// A factor without parents is a root and sends the prior.
     pub(crate) fn pi_out(&self, parents: &[f64]) -> f64 {
+        self.pi_out_r(parents, false).0
+    }
+
+    /// [`Self::pi_out`]; with `ratio`, the linear kernel returns the odds `m(1) / m(0)` instead
+    /// of their logarithm (for damping in probability space without a round trip through `ln`
+    /// and `exp`). The flag returned tells which of the two the value is.
+    pub(crate) fn pi_out_r(&self, parents: &[f64], ratio: bool) -> (f64, bool) {
         if parents.is_empty() {
-            return self.root_pi;
+            return (self.root_pi, false);
         }
         if !self.log_domain {
             let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
@@ -123,20 +137,56 @@ impl FactorKernel {
                 c_all *= c;
             }
             if c_all >= TINY {
-                return (d_all / c_all).ln();
+                let r = d_all / c_all;
+                return if ratio { (r, true) } else { (r.ln(), false) };
             }
         }
         let big_l: f64 = parents.iter().map(|&l| self.ln_c(l)).sum();
-        (-big_l.exp_m1()).ln() - big_l
+        ((-big_l.exp_m1()).ln() - big_l, false)
+    }
+
+    /// [`Self::pi_out`] where it is `±∞` or NaN (a certain or impossible factor message); some
+    /// finite stand-in (0) where it is finite, found without a logarithm. For contradiction
+    /// checks, which only ask whether the message is certain.
+    pub(crate) fn pi_out_if_certain(&self, parents: &[f64]) -> f64 {
+        if parents.is_empty() {
+            return self.root_pi;
+        }
+        let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
+        for &l in parents {
+            let (a, b) = sig_pair(l);
+            let c = a + self.p * b;
+            d_all += c_all * (self.q * b);
+            c_all *= c;
+        }
+        // ln(D / C) is finite when D > 0 and C is safely positive; otherwise decide exactly.
+        if c_all >= TINY && d_all > 0.0 && d_all.is_finite() {
+            0.0
+        } else {
+            self.pi_out(parents)
+        }
     }
 
     /// Messages `f_v → u` for every parent (written to `out`, same order as `parents`), given
     /// the parents' messages and the child's message `λ_v` (all log-odds).
     pub(crate) fn lam_out(&self, parents: &[f64], child: f64, out: &mut [f64], s: &mut Scratch) {
+        self.lam_out_r(parents, child, out, s, false);
+    }
+
+    /// [`Self::lam_out`]; with `ratio`, the linear kernel writes the odds `m(1) / m(0)` instead
+    /// of their logarithms and returns true (see [`Self::pi_out_r`]).
+    pub(crate) fn lam_out_r(
+        &self,
+        parents: &[f64],
+        child: f64,
+        out: &mut [f64],
+        s: &mut Scratch,
+        ratio: bool,
+    ) -> bool {
         let k = parents.len();
         debug_assert_eq!(out.len(), k);
         if k == 0 {
-            return;
+            return false;
         }
         let (alpha, beta) = sig_pair(child);
         if !self.log_domain {
@@ -157,17 +207,23 @@ impl FactorKernel {
                 pc *= c;
             }
             if pc >= TINY {
+                if beta == 0.0 {
+                    // Child certainly correct: λ(0) = C_{¬u}, λ(1) = p·C_{¬u} with C_{¬u} ≥ C > 0,
+                    // so every message is ln p (the common case of an observed-correct child).
+                    out.fill(if ratio { self.p } else { self.ln_p });
+                    return ratio;
+                }
                 let (mut sc, mut sd) = (1.0f64, 0.0f64); // suffix S_{i+1}, Ds_{i+1}
                 for i in (0..k).rev() {
                     let c_loo = s.a[i] * sc;
                     let d_loo = s.b[i] + s.a[i] * sd;
                     let mu0 = beta * d_loo + alpha * c_loo;
                     let mu1 = beta * (d_loo + self.q * c_loo) + alpha * self.p * c_loo;
-                    out[i] = (mu1 / mu0).ln();
+                    out[i] = if ratio { mu1 / mu0 } else { (mu1 / mu0).ln() };
                     sd += sc * s.d[i];
                     sc *= s.c[i];
                 }
-                return;
+                return ratio;
             }
         }
         // Log domain: prefix sums of ln c.
@@ -192,6 +248,7 @@ impl FactorKernel {
             out[i] = lm1 - lm0;
             suf += s.c[i];
         }
+        false
     }
 }
 

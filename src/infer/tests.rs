@@ -26,7 +26,7 @@ fn opts(schedule: Schedule, log_domain: bool) -> BpOptions {
 
 fn all_opts() -> Vec<BpOptions> {
     let mut v = Vec::new();
-    for schedule in [Schedule::Sequential, Schedule::Parallel] {
+    for schedule in [Schedule::Sequential, Schedule::Parallel, Schedule::Flooding] {
         for log_domain in [false, true] {
             v.push(opts(schedule, log_domain));
         }
@@ -449,6 +449,15 @@ fn bp_fixed_point_equals_naive_reference_bp_on_loopy_dags() {
             worst = worst.max(d);
             assert!(d < 1e-9, "{o:?}: {d}\n{:?}\n{ev:?}", dag.edges());
         }
+        // The block schedule with blocks of 2-3 vertices reaches the same fixed point.
+        let o = BpOptions {
+            damping: 0.3,
+            tol: 1e-14,
+            ..opts(Schedule::Parallel, false)
+        };
+        let bp = with_threads(2, || bp_blocks(&dag, &cpd, &ev, &o, 2)).unwrap();
+        assert!(bp.convergence.converged);
+        assert!(max_abs_diff(&bp.p_incorrect, &reference) < 1e-9);
         checked += 1;
     }
     assert!(checked > 40);
@@ -538,6 +547,12 @@ fn impossible_evidence_is_an_error_not_nan() {
             matches!(r, Err(InferError::ImpossibleEvidence { vertex: Some(_) })),
             "{r:?}"
         );
+        // ...also with one block per vertex
+        let r = bp_blocks(&dag, &Cpd::default(), &ev, &o, 1);
+        assert!(
+            matches!(r, Err(InferError::ImpossibleEvidence { vertex: Some(_) })),
+            "{r:?}"
+        );
     }
     assert_eq!(
         exact(&dag, &Cpd::default(), &ev).unwrap_err(),
@@ -548,11 +563,15 @@ fn impossible_evidence_is_an_error_not_nan() {
     let dag = Dag::from_edges(3, &[(0, 1), (1, 2)]).unwrap();
     let ev = [Some(true), None, Some(false)];
     for o in all_opts() {
-        let r = loopy_bp(&dag, &Cpd::default(), &ev, &o);
-        assert!(
-            matches!(r, Err(InferError::ImpossibleEvidence { .. })),
-            "{r:?}"
-        );
+        for r in [
+            loopy_bp(&dag, &Cpd::default(), &ev, &o),
+            bp_blocks(&dag, &Cpd::default(), &ev, &o, 1),
+        ] {
+            assert!(
+                matches!(r, Err(InferError::ImpossibleEvidence { .. })),
+                "{r:?}"
+            );
+        }
     }
     // A root with prior 1 observed incorrect.
     let cpd = Cpd {
@@ -741,7 +760,11 @@ fn print_convergence_study() {
     let n = env("PROSECUTOR_BENCH_N", 1_000_000);
     for seed in 1..=env("PROSECUTOR_SEEDS", 4) as u64 {
         let (dag, ev) = synthetic_dag(n, seed);
-        for (schedule, damping) in [(Schedule::Sequential, 0.5), (Schedule::Parallel, 0.0)] {
+        for (schedule, damping) in [
+            (Schedule::Sequential, 0.5),
+            (Schedule::Parallel, 0.5),
+            (Schedule::Flooding, 0.0),
+        ] {
             let o = BpOptions {
                 schedule,
                 damping,
@@ -756,4 +779,176 @@ fn print_convergence_study() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------- parallel schedules
+
+/// Runs `f` in a rayon pool of `threads` threads.
+fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+/// The block schedule with blocks of (at least) `min_work` units of work.
+fn bp_blocks(
+    dag: &Dag,
+    cpd: &Cpd,
+    ev: &[Option<bool>],
+    o: &BpOptions,
+    min_work: usize,
+) -> Result<Marginals, InferError> {
+    bp::loopy_bp_blocks(dag, cpd, ev, o, min_work)
+}
+
+#[test]
+fn parallel_schedules_equal_sequential_and_exact_on_trees_for_any_thread_count() {
+    let mut rng = SplitMix64::new(77);
+    let mut checked = 0;
+    for trial in 0..120 {
+        // Small polytrees are checked against exact inference, larger ones against sequential BP.
+        let n = if trial % 2 == 0 {
+            2 + rng.below(15)
+        } else {
+            30 + rng.below(200)
+        };
+        let dag = random_polytree(&mut rng, n);
+        let ev = random_evidence(&mut rng, n, 0.3);
+        let cpd = Cpd {
+            p: 0.05 + 0.9 * rng.next_f64(),
+            prior: 0.05 + 0.9 * rng.next_f64(),
+        };
+        let log_domain = trial % 3 == 0;
+        let damping = if trial % 4 == 1 { 0.4 } else { 0.0 };
+        let o = |schedule| BpOptions {
+            damping,
+            ..opts(schedule, log_domain)
+        };
+        let seq = loopy_bp(&dag, &cpd, &ev, &o(Schedule::Sequential));
+        let reference = match (&seq, n <= 16) {
+            (Err(InferError::ImpossibleEvidence { .. }), _) => None,
+            (Err(e), _) => panic!("{e}"),
+            (Ok(_), true) => Some(exact(&dag, &cpd, &ev).unwrap().p_incorrect),
+            (Ok(m), false) => Some(m.p_incorrect.clone()),
+        };
+        for min_work in [1, 4, 16] {
+            let mut first: Option<Vec<f64>> = None;
+            for threads in [1, 2, 3] {
+                let par = with_threads(threads, || {
+                    bp_blocks(&dag, &cpd, &ev, &o(Schedule::Parallel), min_work)
+                });
+                let flood = with_threads(threads, || {
+                    loopy_bp(&dag, &cpd, &ev, &o(Schedule::Flooding))
+                });
+                let Some(reference) = &reference else {
+                    assert!(
+                        matches!(par, Err(InferError::ImpossibleEvidence { .. }))
+                            && matches!(flood, Err(InferError::ImpossibleEvidence { .. })),
+                        "trial {trial}: {par:?} {flood:?}"
+                    );
+                    continue;
+                };
+                for (name, m) in [("parallel", par.unwrap()), ("flooding", flood.unwrap())] {
+                    assert!(m.convergence.converged, "{name}: {:?}", m.convergence);
+                    let d = max_abs_diff(&m.p_incorrect, reference);
+                    assert!(
+                        d < 1e-9,
+                        "trial {trial} {name} threads={threads} min_work={min_work}: diff {d}"
+                    );
+                    if name == "parallel" {
+                        // The blocks do not depend on the thread count: identical results.
+                        match &first {
+                            None => first = Some(m.p_incorrect.clone()),
+                            Some(f) => assert_eq!(f, &m.p_incorrect, "trial {trial}"),
+                        }
+                    }
+                }
+            }
+        }
+        checked += reference.is_some() as usize;
+    }
+    assert!(checked > 60, "only {checked} trees with possible evidence");
+}
+
+#[test]
+fn block_schedule_really_cuts_the_graph() {
+    // A chain 0 -> 1 -> ... -> 199 with the last vertex observed incorrect. One sequential
+    // iteration carries the evidence from end to start; with blocks of a few vertices, messages
+    // cross one block boundary per iteration, so more iterations are needed (same answer).
+    let n = 200u32;
+    let edges: Vec<(u32, u32)> = (1..n).map(|v| (v - 1, v)).collect();
+    let dag = Dag::from_edges(n as usize, &edges).unwrap();
+    let mut ev = vec![None; n as usize];
+    ev[n as usize - 1] = Some(false);
+    let o = opts(Schedule::Parallel, false);
+    let seq = loopy_bp(
+        &dag,
+        &Cpd::default(),
+        &ev,
+        &opts(Schedule::Sequential, false),
+    )
+    .unwrap();
+    let one_block = loopy_bp(&dag, &Cpd::default(), &ev, &o).unwrap();
+    assert_eq!(
+        one_block, seq,
+        "a small graph is a single block: the sequential schedule"
+    );
+    let blocks = with_threads(2, || bp_blocks(&dag, &Cpd::default(), &ev, &o, 8)).unwrap();
+    assert!(
+        blocks.convergence.iterations > seq.convergence.iterations + 5,
+        "{:?} vs {:?}",
+        blocks.convergence,
+        seq.convergence
+    );
+    assert!(max_abs_diff(&blocks.p_incorrect, &seq.p_incorrect) < 1e-9);
+}
+
+#[test]
+fn parallel_schedules_agree_with_sequential_on_synthetic_epgs() {
+    let (dag, ev) = synthetic_dag(20_000, 11);
+    let damped = |schedule| BpOptions {
+        damping: 0.5,
+        schedule,
+        ..BpOptions::default()
+    };
+    let cpd = Cpd::default();
+    let seq = loopy_bp(&dag, &cpd, &ev, &damped(Schedule::Sequential)).unwrap();
+    assert!(seq.convergence.converged);
+    let mut runs = Vec::new();
+    for threads in [1, 2] {
+        // ~60 blocks of the default minimum size on a 1M-vertex graph; here blocks of 500.
+        let par = with_threads(threads, || {
+            bp_blocks(&dag, &cpd, &ev, &damped(Schedule::Parallel), 500)
+        })
+        .unwrap();
+        assert!(par.convergence.converged, "{:?}", par.convergence);
+        assert!(max_abs_diff(&seq.p_incorrect, &par.p_incorrect) < 1e-6);
+        runs.push(par);
+    }
+    assert_eq!(
+        runs[0], runs[1],
+        "the thread count does not change the result"
+    );
+    // Impossible evidence is found by the block schedule too: a failure point whose parents are
+    // all observed correct.
+    let mut bad = ev.clone();
+    let v = (0..dag.len() as u32)
+        .find(|&v| {
+            !dag.parents(v).is_empty()
+                && dag
+                    .parents(v)
+                    .iter()
+                    .all(|&u| bad[u as usize] == Some(true))
+        })
+        .unwrap();
+    bad[v as usize] = Some(false);
+    let r = with_threads(2, || {
+        bp_blocks(&dag, &cpd, &bad, &damped(Schedule::Parallel), 500)
+    });
+    assert!(
+        matches!(r, Err(InferError::ImpossibleEvidence { vertex: Some(_) })),
+        "{r:?}"
+    );
 }
