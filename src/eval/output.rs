@@ -80,7 +80,8 @@ pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
 }
 
 fn fmt_avg(x: f64) -> String {
-    let r = (x * 10.0).round() / 10.0;
+    // `+ 0.0` turns the -0.0 of an empty sum (a technique that failed on every case) into 0
+    let r = (x * 10.0).round() / 10.0 + 0.0;
     if r.fract() == 0.0 {
         format!("{r:.0}")
     } else {
@@ -421,4 +422,17 @@ pub fn topk_svg(results: &[CaseResult]) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_avg;
+
+    #[test]
+    fn averages_print_without_negative_zero() {
+        let empty: f64 = std::iter::empty::<f64>().sum();
+        assert_eq!(fmt_avg(empty), "0");
+        assert_eq!(fmt_avg(2.0), "2");
+        assert_eq!(fmt_avg(4.66), "4.7");
+    }
 }

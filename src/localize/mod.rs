@@ -198,7 +198,39 @@ impl Model {
         }
         let dag = Dag::from_edges(n + cfx.len(), &pairs)
             .map_err(|e| Error::Other(format!("{}: {e}", self.name)))?;
-        infer::loopy_bp(&dag, cpd, &evidence, bp).map_err(|e| match e {
+        let run = |bp: &BpOptions| infer::loopy_bp(&dag, cpd, &evidence, bp);
+        // Undamped loopy BP can oscillate on EPGs whose statement vertices are shared by many
+        // loop iterations or recursive calls; a damped retry (same fixed points) usually
+        // converges. An undamped run that has not converged after UNDAMPED_MAX_ITER iterations
+        // is taken to oscillate. The reported convergence is that of the returned marginals.
+        let undamped = bp.damping == 0.0;
+        let first = if undamped {
+            run(&BpOptions {
+                max_iter: bp.max_iter.min(UNDAMPED_MAX_ITER),
+                ..bp.clone()
+            })
+        } else {
+            run(bp)
+        };
+        let result = match first {
+            Ok(m) if !m.convergence.converged && undamped => {
+                let damped = BpOptions {
+                    damping: RETRY_DAMPING,
+                    ..bp.clone()
+                };
+                match run(&damped) {
+                    Ok(m2)
+                        if m2.convergence.converged
+                            || m2.convergence.max_change < m.convergence.max_change =>
+                    {
+                        Ok(m2)
+                    }
+                    _ => Ok(m),
+                }
+            }
+            r => r,
+        };
+        result.map_err(|e| match e {
             infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => Error::Other(format!(
                 "the evidence is contradictory at {} (observed incorrect, but everything it depends on is known correct: \
                  the failure point depends only on test code?)",
@@ -284,12 +316,21 @@ fn model_views(dump: &Dump, traces: &[usize], o: &Options) -> Result<Vec<TraceVi
                 "{}: the model would hold {n} trace steps{}, more than the limit of {max} \
                  (--max-steps)",
                 dump.dir.display(),
-                if o.compress { " after compression" } else { " (uncompressed)" }
+                if o.compress {
+                    " after compression"
+                } else {
+                    " (uncompressed)"
+                }
             )));
         }
     }
     Ok(v)
 }
+
+/// Damping of the retry when undamped belief propagation does not converge.
+pub const RETRY_DAMPING: f64 = 0.5;
+/// Iterations after which an undamped run that has not converged is retried with damping.
+pub const UNDAMPED_MAX_ITER: usize = 200;
 
 /// Trace views, compressed or not.
 pub fn views(dump: &Dump, traces: &[usize], compress: bool) -> Vec<TraceView> {
