@@ -207,7 +207,7 @@ impl Model {
         let first = if undamped {
             run(&BpOptions {
                 max_iter: bp.max_iter.min(UNDAMPED_MAX_ITER),
-                ..bp.clone()
+                ..*bp
             })
         } else {
             run(bp)
@@ -216,7 +216,7 @@ impl Model {
             Ok(m) if !m.convergence.converged && undamped => {
                 let damped = BpOptions {
                     damping: RETRY_DAMPING,
-                    ..bp.clone()
+                    ..*bp
                 };
                 match run(&damped) {
                     Ok(m2)
