@@ -16,7 +16,7 @@ const EXPECTED: &[(&str, usize)] = &[
     ("find_peaks", 7),
     ("order_total", 8),
     ("text_stats", 10),
-    ("leaderboard", 4),
+    ("leaderboard", 7),
     ("config_color", 16),
     ("format_duration", 6),
     ("normalize_path", 8),
