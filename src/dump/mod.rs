@@ -140,6 +140,29 @@ pub struct Trace {
     pub branch: Vec<Option<bool>>,
     /// Run-time bindings: (call step, callee frame) → [(formal, actual)].
     pub binds: HashMap<(u32, u32), Vec<(VarId, VarId)>>,
+    /// Call steps that opened more than one frame (built on first use).
+    pub multi_open: std::sync::OnceLock<std::collections::HashSet<u32>>,
+}
+
+impl Trace {
+    /// Whether call step `step` opened several frames (an opaque call calling back into traced
+    /// code more than once).
+    pub fn opened_several_frames(&self, step: u32) -> bool {
+        self.multi_open
+            .get_or_init(|| {
+                let mut n: HashMap<u32, u32> = HashMap::new();
+                for f in &self.frames {
+                    if let Some(c) = f.call_step {
+                        *n.entry(c).or_insert(0) += 1;
+                    }
+                }
+                n.into_iter()
+                    .filter(|&(_, k)| k > 1)
+                    .map(|(c, _)| c)
+                    .collect()
+            })
+            .contains(&step)
+    }
 }
 
 /// A loaded, validated trace dump.
@@ -432,6 +455,7 @@ impl Dump {
                     frames: Vec::new(),
                     branch: Vec::new(),
                     binds: HashMap::new(),
+                    multi_open: Default::default(),
                 });
             }
         }

@@ -402,12 +402,7 @@ pub fn vertex_name(dump: &Dump, v: &Vertex) -> String {
 /// `[frame]` when one call step opened several frames (callbacks), else empty.
 fn frame_suffix(dump: &Dump, trace: u32, step: u32, frame: u32) -> String {
     let t = &dump.traces[trace as usize];
-    let n = t
-        .frames
-        .iter()
-        .filter(|f| f.call_step == Some(step))
-        .count();
-    if n > 1 {
+    if t.opened_several_frames(step) {
         format!("[{}]", t.frames[frame as usize].id)
     } else {
         String::new()
