@@ -51,18 +51,12 @@ pub fn derive(
     rules: &Rules,
     compiled_too: bool,
 ) -> Result<String, Error> {
-    let dir =
-        tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
-    let path = dir.path().join("dump");
     let o = SynthOptions {
         steps,
         seed,
         ..SynthOptions::default()
     };
-    let total = write_dump(&path, &o).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let (_dir, path, total) = temp_synth(&o)?;
     let mut report = String::new();
     writeln!(
         report,
@@ -188,27 +182,36 @@ pub fn generate(out: &Path, steps: usize, seed: u64) -> Result<usize, Error> {
         seed,
         ..SynthOptions::default()
     };
-    write_dump(out, &o).map_err(|e| Error::Io {
+    write_synth(out, &o)
+}
+
+/// Writes a synthetic dump to `out`; returns its number of steps.
+fn write_synth(out: &Path, o: &SynthOptions) -> Result<usize, Error> {
+    write_dump(out, o).map_err(|e| Error::Io {
         path: out.display().to_string(),
         source: e,
     })
 }
 
-/// Compression throughput: Algorithm 1 over every trace of a loop-heavy synthetic dump.
-pub fn compress(steps: usize, runs: usize, seed: u64) -> Result<String, Error> {
+/// A synthetic dump in a temporary directory (deleted when the returned `TempDir` drops): the
+/// directory, the dump's path and its number of steps.
+fn temp_synth(o: &SynthOptions) -> Result<(tempfile::TempDir, std::path::PathBuf, usize), Error> {
     let dir =
         tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
     let path = dir.path().join("dump");
+    let total = write_synth(&path, o)?;
+    Ok((dir, path, total))
+}
+
+/// Compression throughput: Algorithm 1 over every trace of a loop-heavy synthetic dump.
+pub fn compress(steps: usize, runs: usize, seed: u64) -> Result<String, Error> {
     let o = SynthOptions {
         steps,
         seed,
         max_iter: 40,
         ..SynthOptions::default()
     };
-    let total = write_dump(&path, &o).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let (_dir, path, total) = temp_synth(&o)?;
     let dump = Dump::load(&path)?;
     let mut times = Vec::new();
     let mut kept = 0;
@@ -244,18 +247,12 @@ pub fn compress(steps: usize, runs: usize, seed: u64) -> Result<String, Error> {
 
 /// `localize` without counterfactuals on a synthetic dump (load, compression, both models, BP).
 pub fn localize(steps: usize, runs: usize, seed: u64, rules: &Rules) -> Result<String, Error> {
-    let dir =
-        tempfile::tempdir().map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
-    let path = dir.path().join("dump");
     let o = SynthOptions {
         steps,
         seed,
         ..SynthOptions::default()
     };
-    let total = write_dump(&path, &o).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let (_dir, path, total) = temp_synth(&o)?;
     let mut times = Vec::new();
     let mut last = String::new();
     for _ in 0..runs {
