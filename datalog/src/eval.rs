@@ -771,33 +771,16 @@ impl<'a> Exec<'a> {
                     let last = i + 1 == self.plan.steps.len();
                     if let (true, Some(head)) = (last, &self.head_slots) {
                         // The innermost scan of a plain head: emit rows directly.
-                        'last: for r in start..end {
-                            let row = &batch[r * n..r * n + n];
-                            for (c, act) in &sc.actions {
-                                match act {
-                                    Act::Bind(s) => st.env[*s] = row[*c],
-                                    Act::Check(s) => {
-                                        if st.env[*s] != row[*c] {
-                                            continue 'last;
-                                        }
-                                    }
-                                }
+                        for r in start..end {
+                            if bind_row(&mut st.env, &batch[r * n..r * n + n], &sc.actions) {
+                                st.out.extend(head.iter().map(|&s| st.env[s]));
                             }
-                            st.out.extend(head.iter().map(|&s| st.env[s]));
                         }
                         continue;
                     }
-                    'rows: for r in start..end {
-                        let row = &batch[r * n..r * n + n];
-                        for (c, act) in &sc.actions {
-                            match act {
-                                Act::Bind(s) => st.env[*s] = row[*c],
-                                Act::Check(s) => {
-                                    if st.env[*s] != row[*c] {
-                                        continue 'rows;
-                                    }
-                                }
-                            }
+                    for r in start..end {
+                        if !bind_row(&mut st.env, &batch[r * n..r * n + n], &sc.actions) {
+                            continue;
                         }
                         self.step(st, i + 1);
                         if st.div_by_zero {
@@ -808,6 +791,22 @@ impl<'a> Exec<'a> {
             }
         }
     }
+}
+
+/// Binds `row`'s columns into `env` as `actions` say; `false` as soon as a check fails.
+#[inline(always)]
+fn bind_row(env: &mut [u32], row: &[u32], actions: &[(usize, Act)]) -> bool {
+    for &(c, ref act) in actions {
+        match *act {
+            Act::Bind(s) => env[s] = row[c],
+            Act::Check(s) => {
+                if env[s] != row[c] {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]
