@@ -15,6 +15,7 @@ pub mod forward;
 pub mod frontend;
 pub mod infer;
 pub mod intern;
+pub mod jobs;
 pub mod localize;
 pub mod metrics;
 pub mod pipeline;

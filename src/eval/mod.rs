@@ -148,24 +148,14 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         max_steps: (a.max_steps > 0).then_some(a.max_steps),
     };
     let bar = crate::progress::bar(m.cases.len() as u64, "eval");
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| Error::Other(e.to_string()))?;
-    let results: Vec<CaseResult> = pool.install(|| {
-        use rayon::prelude::*;
-        m.cases
-            .par_iter()
-            .with_max_len(1) // one case per job: cases differ in cost by orders of magnitude
-            .map(|entry| {
-                let r = match entry.resolve(&m) {
-                    Ok(case) => run_case(&case, &settings),
-                    Err(e) => CaseResult::failed(&entry.name, entry.kind.clone(), e),
-                };
-                bar.inc(1);
-                r
-            })
-            .collect()
+    // one case per job: cases differ in cost by orders of magnitude
+    let results: Vec<CaseResult> = crate::jobs::map(&m.cases, jobs, |entry| {
+        let r = match entry.resolve(&m) {
+            Ok(case) => run_case(&case, &settings),
+            Err(e) => CaseResult::failed(&entry.name, entry.kind.clone(), e),
+        };
+        bar.inc(1);
+        r
     });
     bar.finish_and_clear();
     let name = a.manifest.file_name().map_or_else(

@@ -874,7 +874,33 @@ pub fn loopy_bp(
     evidence: &[Option<bool>],
     opts: &BpOptions,
 ) -> Result<Marginals, InferError> {
-    loopy_bp_blocks(dag, cpd, evidence, opts, MIN_BLOCK_WORK)
+    if dag.ids_topological() {
+        return loopy_bp_blocks(dag, cpd, evidence, opts, MIN_BLOCK_WORK);
+    }
+    // The sweeps visit vertices in topological order and index the message arrays by id; with
+    // ids out of that order every access is a cache miss (EPGs: a call's vertex is created at
+    // the call and defined at the return). Renumber, run, and map the result back.
+    check_evidence(dag, evidence)?;
+    let (rdag, order) = dag.relabeled();
+    let rev: Vec<Option<bool>> = order.iter().map(|&v| evidence[v as usize]).collect();
+    let m = loopy_bp_blocks(&rdag, cpd, &rev, opts, MIN_BLOCK_WORK).map_err(|e| match e {
+        InferError::ImpossibleEvidence { vertex: Some(k) } => InferError::ImpossibleEvidence {
+            vertex: Some(order[k as usize]),
+        },
+        e => e,
+    })?;
+    let back = |x: Vec<f64>| {
+        let mut out = vec![0.0; x.len()];
+        for (k, &v) in order.iter().enumerate() {
+            out[v as usize] = x[k];
+        }
+        out
+    };
+    Ok(Marginals {
+        p_incorrect: back(m.p_incorrect),
+        log_odds_incorrect: back(m.log_odds_incorrect),
+        convergence: m.convergence,
+    })
 }
 
 /// [`loopy_bp`] with a given smallest block size of the [`Schedule::Parallel`] schedule (tests

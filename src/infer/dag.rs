@@ -115,19 +115,29 @@ impl Dag {
                 topo,
             });
         }
-        // Kahn's algorithm for a topological order.
+        // Kahn's algorithm, visiting ready vertices in id order: a vertex whose parents are all
+        // placed is placed as soon as the scan reaches it, and one the scan has passed (a parent
+        // with a larger id) right after its last parent. EPG ids follow trace time, so the order
+        // stays close to it; inference relabels the graph by this order for memory locality
+        // (a FIFO order scatters a deep recursion's vertices over the whole id range).
         let mut indeg: Vec<u32> = (0..n)
             .map(|v| (par_off[v + 1] - par_off[v]) as u32)
             .collect();
-        let mut topo: Vec<u32> = (0..n as u32).filter(|&v| indeg[v as usize] == 0).collect();
-        let mut head = 0;
-        while head < topo.len() {
-            let u = topo[head] as usize;
-            head += 1;
-            for &c in &ch[ch_off[u]..ch_off[u + 1]] {
-                indeg[c as usize] -= 1;
-                if indeg[c as usize] == 0 {
-                    topo.push(c);
+        let mut topo: Vec<u32> = Vec::with_capacity(n);
+        let mut stack: Vec<u32> = Vec::new();
+        for v in 0..n {
+            if indeg[v] != 0 {
+                continue;
+            }
+            stack.push(v as u32);
+            while let Some(u) = stack.pop() {
+                topo.push(u);
+                let u = u as usize;
+                for &c in ch[ch_off[u]..ch_off[u + 1]].iter().rev() {
+                    indeg[c as usize] -= 1;
+                    if indeg[c as usize] == 0 && (c as usize) < v {
+                        stack.push(c);
+                    }
                 }
             }
         }
@@ -188,9 +198,32 @@ impl Dag {
         &self.ch[self.ch_off[v]..self.ch_off[v + 1]]
     }
 
-    /// A topological order (parents before children).
+    /// A topological order (parents before children): the identity when every edge goes from a
+    /// smaller to a larger id, else one that stays close to the id order.
     pub fn topological_order(&self) -> &[u32] {
         &self.topo
+    }
+
+    /// Whether every edge goes from a smaller to a larger id (the identity is topological).
+    pub fn ids_topological(&self) -> bool {
+        self.topo.iter().enumerate().all(|(i, &v)| i == v as usize)
+    }
+
+    /// The same graph with vertex `topological_order()[k]` renamed `k`, so that ids are
+    /// topological; returns it with that order (new id → old id).
+    pub fn relabeled(&self) -> (Dag, Vec<u32>) {
+        let order = self.topo.clone();
+        let mut new_id = vec![0u32; self.n];
+        for (k, &v) in order.iter().enumerate() {
+            new_id[v as usize] = k as u32;
+        }
+        let edges: Vec<(u32, u32)> = self
+            .edges()
+            .into_iter()
+            .map(|(u, v)| (new_id[u as usize], new_id[v as usize]))
+            .collect();
+        let dag = Dag::from_edges(self.n, &edges).expect("a relabeled DAG is a DAG");
+        (dag, order)
     }
 
     /// All edges as (parent, child), sorted by child then parent.

@@ -71,6 +71,95 @@ fn dag_merges_duplicates_and_builds_both_adjacencies() {
 }
 
 #[test]
+fn topological_order_stays_close_to_id_order() {
+    // 3 -> 1: vertex 1 waits for its larger parent and is placed right after it.
+    let d = Dag::from_edges(5, &[(0, 1), (3, 1), (1, 4), (2, 4)]).unwrap();
+    assert!(!d.ids_topological());
+    assert_eq!(d.topological_order(), &[0, 2, 3, 1, 4]);
+    let (r, order) = d.relabeled();
+    assert_eq!(order, vec![0, 2, 3, 1, 4]);
+    assert!(r.ids_topological());
+    // the relabeled graph has exactly the renamed edges
+    let new_id = |v: u32| order.iter().position(|&o| o == v).unwrap() as u32;
+    let mut renamed: Vec<(u32, u32)> = d
+        .edges()
+        .into_iter()
+        .map(|(u, v)| (new_id(u), new_id(v)))
+        .collect();
+    renamed.sort_by_key(|&(u, v)| (v, u));
+    assert_eq!(r.edges(), renamed);
+    let ident = Dag::from_edges(3, &[(0, 1), (1, 2), (0, 2)]).unwrap();
+    assert!(ident.ids_topological());
+}
+
+/// BP renumbers a graph whose ids are not topological (EPG call vertices) for locality: the
+/// marginals must be those of the same graph with topological ids, vertex by vertex, and an
+/// impossible-evidence error must name the caller's vertex.
+#[test]
+fn bp_is_invariant_under_vertex_renaming() {
+    let mut rng = SplitMix64::new(77);
+    for trial in 0..40 {
+        let n = 30 + rng.below(200);
+        let dag = random_dag(&mut rng, n, 4);
+        let ev = random_evidence(&mut rng, n, 0.2);
+        // a random permutation: vertex v is called perm[v]
+        let mut perm: Vec<u32> = (0..n as u32).collect();
+        for i in (1..n).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        let edges: Vec<(u32, u32)> = dag
+            .edges()
+            .into_iter()
+            .map(|(u, v)| (perm[u as usize], perm[v as usize]))
+            .collect();
+        let pdag = Dag::from_edges(n, &edges).unwrap();
+        let mut pev = vec![None; n];
+        for v in 0..n {
+            pev[perm[v] as usize] = ev[v];
+        }
+        let o = BpOptions {
+            damping: 0.5,
+            tol: 1e-12,
+            ..opts(Schedule::Sequential, false)
+        };
+        match (
+            loopy_bp(&dag, &Cpd::default(), &ev, &o),
+            loopy_bp(&pdag, &Cpd::default(), &pev, &o),
+        ) {
+            (Ok(a), Ok(b)) => {
+                assert!(a.convergence.converged && b.convergence.converged);
+                for v in 0..n {
+                    let (x, y) = (a.p_incorrect[v], b.p_incorrect[perm[v] as usize]);
+                    assert!((x - y).abs() < 1e-8, "trial {trial} vertex {v}: {x} vs {y}");
+                }
+            }
+            (
+                Err(InferError::ImpossibleEvidence { .. }),
+                Err(InferError::ImpossibleEvidence { .. }),
+            ) => {}
+            (a, b) => panic!("trial {trial}: {a:?} vs {b:?}"),
+        }
+    }
+    // 0 -> 1 -> 2 with 1 observed incorrect and its only parent observed correct, and the same
+    // graph named backwards (v is called 2 - v): the error names the same vertex.
+    let o = BpOptions::default();
+    let fwd = Dag::from_edges(3, &[(0, 1), (1, 2)]).unwrap();
+    let Err(InferError::ImpossibleEvidence { vertex: Some(w) }) =
+        loopy_bp(&fwd, &Cpd::default(), &[Some(true), Some(false), None], &o)
+    else {
+        panic!("impossible evidence not detected")
+    };
+    let bwd = Dag::from_edges(3, &[(2, 1), (1, 0)]).unwrap();
+    assert!(!bwd.ids_topological());
+    assert_eq!(
+        loopy_bp(&bwd, &Cpd::default(), &[None, Some(false), Some(true)], &o).unwrap_err(),
+        InferError::ImpossibleEvidence {
+            vertex: Some(2 - w)
+        }
+    );
+}
+
+#[test]
 fn dag_rejects_self_loops_cycles_and_bad_ids() {
     assert_eq!(
         Dag::from_edges(3, &[(0, 1), (2, 2)]),

@@ -168,28 +168,19 @@ pub fn run(
     let bar = o
         .progress
         .then(|| crate::progress::bar(plan.len() as u64, "counterfactual experiments"));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(o.jobs.max(1))
-        .build()
-        .map_err(|e| e.to_string())?;
-    let results: Vec<ExperimentResult> = pool.install(|| {
-        use rayon::prelude::*;
-        plan.par_iter()
-            .map(|e| {
-                let out = tmp.path().join(format!("exp{}.json", e.id));
-                let test = dump.manifest.tests.iter().find(|t| t.id == e.test);
-                let base_ms = rerun.timeout_ms.unwrap_or(10_000);
-                let timeout = o.timeout.unwrap_or_else(|| {
-                    let orig = test.and_then(|t| t.duration_ms).unwrap_or(0);
-                    Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
-                });
-                let r = run_one(rerun, &dump.dir, &cwd, e, &out, timeout);
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
-                r
-            })
-            .collect()
+    let results: Vec<ExperimentResult> = crate::jobs::map(plan, o.jobs, |e| {
+        let out = tmp.path().join(format!("exp{}.json", e.id));
+        let test = dump.manifest.tests.iter().find(|t| t.id == e.test);
+        let base_ms = rerun.timeout_ms.unwrap_or(10_000);
+        let timeout = o.timeout.unwrap_or_else(|| {
+            let orig = test.and_then(|t| t.duration_ms).unwrap_or(0);
+            Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
+        });
+        let r = run_one(rerun, &dump.dir, &cwd, e, &out, timeout);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        r
     });
     if let Some(b) = bar {
         b.finish_and_clear();
