@@ -350,6 +350,7 @@ pub fn try_main() -> Result<i32, Error> {
                     }),
                     timeout: a.cfx_timeout.map(std::time::Duration::from_secs_f64),
                     progress: true,
+                    known: Vec::new(),
                 })
             };
             let dump = crate::dump::Dump::load(&dump_dir)?;

@@ -86,6 +86,10 @@ pub struct Settings<'a> {
     pub cfx: bool,
     pub cfx_jobs: usize,
     pub cfx_timeout: Option<Duration>,
+    /// What a successful experiment's `cfx` vertex depends on (every PROSECUTOR variant).
+    pub cfx_model: localize::CfxModel,
+    /// Reuse experiment outcomes an earlier run wrote to `OUT/cfx/` (see [`CfxCache::load`]).
+    pub reuse_cfx: bool,
     /// Default per-test time limit when tracing.
     pub test_timeout: Duration,
     /// Step limit of every PROSECUTOR model (see `localize::Options::max_steps`).
@@ -192,15 +196,13 @@ pub fn baseline_ranking(dump: &Dump, t: Technique, g: Granularity) -> Result<Vec
 /// Outcomes of the counterfactual experiments already run for one case, by (test, statement,
 /// occurrence): a re-run with the same branch instance flipped has the same outcome, so the
 /// ablations reuse what the full run (or an earlier ablation) measured.
-struct CfxCache<'a> {
-    dump: &'a Dump,
-    rules: &'a Rules,
-    opts: RunOptions,
+struct CfxCache {
+    /// `OUT/cfx/<case>.json`; variant `v` writes `OUT/cfx/<case>-<v>.json`.
     file: PathBuf,
     done: HashMap<(String, String, u32), ExperimentResult>,
 }
 
-impl CfxCache<'_> {
+impl CfxCache {
     fn key(e: &Experiment) -> (String, String, u32) {
         (e.test.clone(), e.stmt.clone(), e.occurrence)
     }
@@ -211,37 +213,53 @@ impl CfxCache<'_> {
         }
     }
 
-    /// Plans the experiments of `o`, runs those not run yet, and returns a source with all of
-    /// them (written to a file next to the dumps).
-    fn source_for(&mut self, o: &Options, variant: &str) -> Result<CfxSource, String> {
-        let plan = localize::plan(self.dump, self.rules, o).map_err(|e| e.to_string())?;
-        let missing: Vec<Experiment> = plan
-            .iter()
-            .filter(|e| !self.done.contains_key(&Self::key(e)))
-            .cloned()
-            .collect();
-        if !missing.is_empty() {
-            let results = localize::cfx::run(self.dump, &missing, &self.opts)?;
-            self.remember(&results);
+    fn known(&self) -> Vec<ExperimentResult> {
+        self.done.values().cloned().collect()
+    }
+
+    /// Where variant `id` writes its outcomes (the full run: `<case>.json`).
+    fn file_of(&self, id: &str) -> PathBuf {
+        if id == Tech::Prosecutor(Variant::Full).id() {
+            return self.file.clone();
         }
-        let results: Vec<ExperimentResult> = plan
-            .iter()
-            .filter_map(|e| {
-                self.done.get(&Self::key(e)).map(|r| ExperimentResult {
-                    experiment: e.clone(),
-                    ..r.clone()
-                })
-            })
-            .collect();
-        let path = self.file.with_file_name(format!(
-            "{}-{variant}.json",
-            self.file
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        ));
-        write_json(&path, &results).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok(CfxSource::Results(path))
+        let stem = self
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.file.with_file_name(format!("{stem}-{id}.json"))
+    }
+
+    /// Takes in the outcomes an earlier run of this case wrote (`OUT/cfx/<case>.json` and
+    /// `<case>-prosecutor*.json`) when they are newer than the dump's manifest (a re-traced dump
+    /// invalidates them). A file that cannot be read as outcomes is ignored: its experiments
+    /// are then run again.
+    fn load(&mut self, dump_manifest: &Path) {
+        let (Some(dir), Some(stem)) = (self.file.parent(), self.file.file_stem()) else {
+            return;
+        };
+        let stem = stem.to_string_lossy().into_owned();
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let (Some(dumped), Ok(entries)) = (modified(dump_manifest), std::fs::read_dir(dir)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let p = entry.path();
+            let ours = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+                .is_some_and(|b| b == stem || b.starts_with(&format!("{stem}-prosecutor")));
+            if !ours || modified(&p).is_none_or(|t| t < dumped) {
+                continue;
+            }
+            if let Some(results) = std::fs::read_to_string(&p)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Vec<ExperimentResult>>(&t).ok())
+            {
+                self.remember(&results);
+            }
+        }
     }
 }
 
@@ -259,15 +277,16 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         jobs: s.cfx_jobs.max(1),
         timeout: s.cfx_timeout,
         progress: false,
+        known: Vec::new(),
     };
     let experiments = s.cfx && dump.manifest.rerun.is_some();
     let mut cache = CfxCache {
-        dump: &dump,
-        rules: s.rules,
-        opts: run_opts.clone(),
         file: s.out.join("cfx").join(format!("{}.json", case.name)),
         done: HashMap::new(),
     };
+    if experiments && s.reuse_cfx {
+        cache.load(&dump.dir.join("manifest.toml"));
+    }
     let mut runs = Vec::new();
     for tech in Tech::all() {
         let start = Instant::now();
@@ -277,6 +296,7 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
                 let mut o = Options {
                     granularity: Granularity::Line,
                     max_steps: s.max_steps,
+                    cfx_model: s.cfx_model,
                     ..Options::default()
                 };
                 match v {
@@ -285,28 +305,24 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
                     Variant::Fp => o.mode = Mode::Fp,
                     Variant::NoCompress => o.compress = false,
                 }
-                let source = match v {
-                    _ if !experiments || v == Variant::NoCfx => Ok(CfxSource::Off),
-                    Variant::Full => Ok(CfxSource::Run(run_opts.clone())),
-                    _ => cache.source_for(&o, tech.id()),
-                };
-                source.and_then(|src| {
-                    o.cfx = src;
-                    localize::localize(&dump, s.rules, &o)
-                        .map_err(|e| e.to_string())
-                        .map(|r| {
-                            if v == Variant::Full {
-                                cache.remember(&r.experiments);
-                                if let Err(e) = write_json(&cache.file, &r.experiments) {
-                                    eprintln!(
-                                        "warning: cannot write {}: {e}",
-                                        cache.file.display()
-                                    );
-                                }
+                if experiments && v != Variant::NoCfx {
+                    o.cfx = CfxSource::Run(RunOptions {
+                        known: cache.known(),
+                        ..run_opts.clone()
+                    });
+                }
+                localize::localize(&dump, s.rules, &o)
+                    .map_err(|e| e.to_string())
+                    .map(|r| {
+                        if !r.experiments.is_empty() {
+                            cache.remember(&r.experiments);
+                            let path = cache.file_of(tech.id());
+                            if let Err(e) = write_json(&path, &r.experiments) {
+                                eprintln!("warning: cannot write {}: {e}", path.display());
                             }
-                            r.ranking
-                        })
-                })
+                        }
+                        r.ranking
+                    })
             }
         };
         let seconds = start.elapsed().as_secs_f64();

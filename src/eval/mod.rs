@@ -59,6 +59,14 @@ pub struct EvalArgs {
     /// Timeout of one counterfactual experiment in seconds (default: from each dump's [rerun]).
     #[arg(long)]
     pub cfx_timeout: Option<f64>,
+    /// What a successful experiment's cfx vertex depends on, in every PROSECUTOR variant (see
+    /// `localize --help`).
+    #[arg(long, value_enum, default_value = "reroute")]
+    pub cfx_model: crate::localize::CfxModel,
+    /// Run every counterfactual experiment again, even those whose outcomes an earlier run with
+    /// the same dump left in OUT/cfx/ (by default they are reused).
+    #[arg(long)]
+    pub rerun_cfx: bool,
     /// Per-test time limit when tracing, in seconds (a case's `timeout` overrides it).
     #[arg(long, default_value_t = 10.0)]
     pub test_timeout: f64,
@@ -144,6 +152,8 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         // experiments of one case run in parallel only when cases do not
         cfx_jobs: if m.cases.len() == 1 { jobs } else { 1 },
         cfx_timeout: a.cfx_timeout.map(Duration::from_secs_f64),
+        cfx_model: a.cfx_model,
+        reuse_cfx: !a.rerun_cfx,
         test_timeout: Duration::from_secs_f64(a.test_timeout),
         max_steps: (a.max_steps > 0).then_some(a.max_steps),
     };

@@ -146,6 +146,38 @@ pub struct RunOptions {
     /// Overrides the per-experiment timeout.
     pub timeout: Option<Duration>,
     pub progress: bool,
+    /// Outcomes already measured (same dump), by test, statement and occurrence: a planned
+    /// experiment found here is not run again (`eval` shares them between PROSECUTOR's variants).
+    pub known: Vec<ExperimentResult>,
+}
+
+/// Runs the experiments of `plan` that `o.known` does not hold; the results follow `plan`.
+pub fn run_missing(
+    dump: &Dump,
+    plan: &[Experiment],
+    o: &RunOptions,
+) -> Result<Vec<ExperimentResult>, String> {
+    let same = |a: &Experiment, b: &Experiment| {
+        a.test == b.test && a.stmt == b.stmt && a.occurrence == b.occurrence
+    };
+    let find = |e: &Experiment| o.known.iter().find(|k| same(&k.experiment, e));
+    let missing: Vec<Experiment> = plan.iter().filter(|e| find(e).is_none()).cloned().collect();
+    let mut fresh = if missing.is_empty() {
+        Vec::new()
+    } else {
+        run(dump, &missing, o)?
+    }
+    .into_iter();
+    Ok(plan
+        .iter()
+        .map(|e| match find(e) {
+            Some(k) => ExperimentResult {
+                experiment: e.clone(),
+                ..k.clone()
+            },
+            None => fresh.next().expect("one result per missing experiment"),
+        })
+        .collect())
 }
 
 /// Runs every experiment with the dump's `[rerun]` command.

@@ -487,7 +487,7 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
                 o.k,
             );
             if dump.manifest.rerun.is_some() && !plan.is_empty() {
-                cfx::run(dump, &plan, ro).map_err(Error::Other)?
+                cfx::run_missing(dump, &plan, ro).map_err(Error::Other)?
             } else {
                 Vec::new()
             }

@@ -315,4 +315,33 @@ fn traced_case_is_not_traced_again() {
         first.lines().any(|l| l.starts_with("lp3,ochiai,1,1,")),
         "{first}"
     );
+    // With counterfactuals: the experiments run once; a second run reuses their outcomes
+    // (same durations recorded), and the ablations plan within what the full run measured.
+    let with_cfx = || {
+        let o = run(&["eval", m.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = std::fs::read_to_string(out.join("cfx/lp3.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["stmt"].to_string(),
+                    e["occurrence"].to_string(),
+                    e["outcome"].to_string(),
+                    e["duration_ms"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let a = with_cfx();
+    assert!(!a.is_empty());
+    assert!(a.iter().any(|e| e.2 == "\"pass\""), "{a:?}");
+    assert_eq!(a, with_cfx(), "the experiments were run again");
 }
