@@ -128,8 +128,8 @@ fn bp_is_invariant_under_vertex_renaming() {
         ) {
             (Ok(a), Ok(b)) => {
                 assert!(a.convergence.converged && b.convergence.converged);
-                for v in 0..n {
-                    let (x, y) = (a.p_incorrect[v], b.p_incorrect[perm[v] as usize]);
+                for (v, &pv) in perm.iter().enumerate() {
+                    let (x, y) = (a.p_incorrect[v], b.p_incorrect[pv as usize]);
                     assert!((x - y).abs() < 1e-8, "trial {trial} vertex {v}: {x} vs {y}");
                 }
             }
