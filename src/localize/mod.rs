@@ -14,6 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::dump::{Dump, Role};
@@ -452,28 +453,46 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
         )));
     }
     let fp_traces: Vec<usize> = failing.iter().chain(&passing).copied().collect();
-    let mut models: Vec<Model> = Vec::new();
-    let mut kept = 0;
+    // The models (F, F∪P) are independent: they are built and inferred side by side.
+    let mut specs: Vec<(&'static str, &[usize])> = Vec::new();
     if o.mode != Mode::Fp {
-        let v = model_views(dump, &failing, o)?;
-        models.push(Model::build("F", dump, rules, &v)?);
+        specs.push(("F", &failing));
     }
     if o.mode != Mode::F {
-        let v = model_views(dump, &fp_traces, o)?;
-        kept = v
-            .iter()
-            .map(|v| v.keep.as_ref().map_or(0, |k| k.len()))
-            .sum();
-        models.push(Model::build("F∪P", dump, rules, &v)?);
+        specs.push(("F∪P", &fp_traces));
+    }
+    let built: Vec<Result<(Model, usize), Error>> = specs
+        .par_iter()
+        .map(|&(name, traces)| {
+            let v = model_views(dump, traces, o)?;
+            let kept: usize = v
+                .iter()
+                .map(|v| v.keep.as_ref().map_or(0, |k| k.len()))
+                .sum();
+            Ok((Model::build(name, dump, rules, &v)?, kept))
+        })
+        .collect();
+    let mut models: Vec<Model> = Vec::new();
+    let mut kept = 0;
+    for b in built {
+        let (m, k) = b?;
+        if m.name == "F∪P" {
+            kept = k;
+        }
+        models.push(m);
     }
     if kept == 0 {
         kept = models[0].premises.steps.len();
     }
     let mut runs = Vec::new();
     // First inference on every model; the primary one (first) plans the experiments.
+    let inferred: Vec<Result<Marginals, Error>> = models
+        .par_iter()
+        .map(|m| m.infer(dump, &[], &o.cpd, &o.bp))
+        .collect();
     let mut first: Vec<Marginals> = Vec::new();
-    for m in &models {
-        let marg = m.infer(dump, &[], &o.cpd, &o.bp)?;
+    for (m, marg) in models.iter().zip(inferred) {
+        let marg = marg?;
         runs.push(m.run_info("initial", &marg.convergence, 0));
         first.push(marg);
     }
@@ -520,17 +539,27 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
         .collect();
     let mut rankings: Vec<Vec<Ranked>> = Vec::new();
     let mut final_runs = Vec::new();
-    for (i, m) in models.iter().enumerate() {
-        let marg = if passed.is_empty() {
-            first[i].clone()
-        } else {
-            let parents: Vec<Vec<Vertex>> = passed
-                .iter()
-                .map(|e| cfx_parents(m, e, dump, o.cfx_model))
-                .collect();
-            let marg = m.infer(dump, &parents, &o.cpd, &o.bp)?;
-            runs.push(m.run_info("with counterfactuals", &marg.convergence, parents.len()));
-            marg
+    let with_cfx: Vec<Option<Result<(Marginals, usize), Error>>> = models
+        .par_iter()
+        .map(|m| {
+            (!passed.is_empty()).then(|| {
+                let parents: Vec<Vec<Vertex>> = passed
+                    .iter()
+                    .map(|e| cfx_parents(m, e, dump, o.cfx_model))
+                    .collect();
+                m.infer(dump, &parents, &o.cpd, &o.bp)
+                    .map(|marg| (marg, parents.len()))
+            })
+        })
+        .collect();
+    for ((i, m), again) in models.iter().enumerate().zip(with_cfx) {
+        let marg = match again {
+            None => first[i].clone(),
+            Some(r) => {
+                let (marg, n) = r?;
+                runs.push(m.run_info("with counterfactuals", &marg.convergence, n));
+                marg
+            }
         };
         final_runs.push(marg.convergence);
         rankings.push(ranking::rank(dump, &m.stmt_scores(&marg), o.granularity));
