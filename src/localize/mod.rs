@@ -391,16 +391,27 @@ fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec
             let tr = &dump.traces[t];
             let mut frames: std::collections::HashSet<u32> = std::collections::HashSet::new();
             let first = r as usize + 1;
-            for (g, s) in steps.iter().enumerate().skip(first) {
-                if s.trace != t as u32 {
-                    break;
-                }
+            // this trace's kept steps: contiguous, in trace order (a binary search finds the
+            // global id of a trace step; a backward scan per step was quadratic in deep recursion)
+            let lo = steps[..=r as usize]
+                .iter()
+                .rposition(|s| s.trace != t as u32)
+                .map_or(0, |k| k + 1);
+            let hi = first
+                + steps[first..]
+                    .iter()
+                    .position(|s| s.trace != t as u32)
+                    .unwrap_or(steps.len() - first);
+            let global = |index: u32| {
+                steps[lo..hi]
+                    .binary_search_by_key(&index, |s| s.index)
+                    .ok()
+                    .map(|k| (lo + k) as u32)
+            };
+            for (g, s) in steps.iter().enumerate().take(hi).skip(first) {
                 let f = tr.steps[s.index as usize].frame;
                 if let Some(c) = tr.frames[f as usize].call_step {
-                    let cg = steps[..g]
-                        .iter()
-                        .rposition(|x| x.trace == t as u32 && x.index == c)
-                        .map(|x| x as u32);
+                    let cg = global(c).filter(|&cg| (cg as usize) < g);
                     if frames.contains(&f) || cg.is_some_and(|cg| controlled.contains(&cg)) {
                         frames.insert(f);
                         controlled.insert(g as u32);
