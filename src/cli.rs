@@ -89,7 +89,7 @@ pub struct ModelArgs {
     pub k: usize,
     /// What a successful counterfactual's cfx vertex depends on: successors (paper §3.3) or
     /// reroute (the branch value and the statements the flipped branch instance controls).
-    #[arg(long, value_enum, default_value = "reroute")]
+    #[arg(long, value_enum, default_value = "successors")]
     pub cfx_model: CfxModel,
     /// CPD parameter p: P(v correct | w incorrect parents) = p^w.
     #[arg(long, default_value_t = 0.85)]

@@ -94,7 +94,7 @@ impl Default for Options {
             granularity: Granularity::Line,
             k: 20,
             cfx: CfxSource::Off,
-            cfx_model: CfxModel::Reroute,
+            cfx_model: CfxModel::Successors,
             max_steps: None,
         }
     }

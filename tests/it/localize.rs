@@ -98,7 +98,13 @@ fn fig3_counterfactual_raises_line_22() {
     let dir = tempfile::tempdir().unwrap();
     let results = fig3_results(dir.path());
     let base = localize_json(&[&dump("leftpad_fig3"), "--no-cfx"]);
-    let cfx = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results]);
+    let cfx = localize_json(&[
+        &dump("leftpad_fig3"),
+        "--cfx",
+        &results,
+        "--cfx-model",
+        "reroute",
+    ]);
     let (r0, s0) = line(&base, 22);
     let (r1, s1) = line(&cfx, 22);
     assert_eq!(r1, 1);
@@ -129,6 +135,8 @@ fn fig3_counterfactual_raises_line_22() {
         &dump("leftpad_fig3"),
         "--cfx",
         &results,
+        "--cfx-model",
+        "reroute",
         "--granularity",
         "statement",
     ]);
@@ -136,13 +144,8 @@ fn fig3_counterfactual_raises_line_22() {
     let (a1, _) = stmt(&cfx_s, "lp.22a");
     assert!(a1 < a0, "faulty statement lp.22a: rank {a0} -> {a1}");
 
-    let lit = localize_json(&[
-        &dump("leftpad_fig3"),
-        "--cfx",
-        &results,
-        "--cfx-model",
-        "successors",
-    ]);
+    // the default model is the paper's literal construction
+    let lit = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results]);
     let (_, s2) = line(&lit, 22);
     let (_, b0) = line(&base, 21);
     let (_, b2) = line(&lit, 21);

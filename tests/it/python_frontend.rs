@@ -176,6 +176,8 @@ fn fig3_python_counterfactual() {
             dump.to_str().unwrap(),
             "--format",
             "json",
+            "--cfx-model",
+            "reroute",
             "--",
             "python3",
             "-m",
