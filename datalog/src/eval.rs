@@ -657,11 +657,60 @@ pub(crate) struct Exec<'a> {
     head_slots: Option<Vec<usize>>,
 }
 
+/// Key columns a [`Memo`] entry can hold.
+const MEMO_KEY: usize = 3;
+/// Entries of a [`Memo`] (a power of two).
+const MEMO_SIZE: usize = 256;
+
+/// A small direct-mapped cache of recent lookups of one hashed scan: key → rows
+/// `start..end` (possibly empty). Lookups whose keys come in no useful order still tend to
+/// repeat recent keys (the same statement or context over and over within a loop), and a
+/// hit costs a few instructions on cache-resident memory instead of a search or a probe of
+/// a large hash index.
+struct Memo {
+    /// `(key, start, end)`; `start == u32::MAX` marks an empty entry.
+    entries: Box<[([u32; MEMO_KEY], u32, u32)]>,
+}
+
+impl Memo {
+    fn new() -> Memo {
+        Memo {
+            entries: vec![([0; MEMO_KEY], u32::MAX, 0); MEMO_SIZE].into_boxed_slice(),
+        }
+    }
+
+    #[inline(always)]
+    fn slot(key: &[u32]) -> usize {
+        let mut h: u32 = 0;
+        for &x in key {
+            h = (h ^ x).wrapping_mul(0x9E37_79B1);
+        }
+        (h >> 24) as usize & (MEMO_SIZE - 1)
+    }
+
+    #[inline(always)]
+    fn get(&self, key: &[u32]) -> Option<(usize, usize)> {
+        let (k, s, e) = &self.entries[Self::slot(key)];
+        (*s != u32::MAX && k[..key.len()] == *key).then_some((*s as usize, *e as usize))
+    }
+
+    #[inline(always)]
+    fn put(&mut self, key: &[u32], start: usize, end: usize) {
+        let e = &mut self.entries[Self::slot(key)];
+        e.0[..key.len()].copy_from_slice(key);
+        e.1 = start as u32;
+        e.2 = end as u32;
+    }
+}
+
 pub(crate) struct State {
     env: Vec<u32>,
     cursors: Vec<usize>,
     /// Per (step, batch): lookups far from the cursor so far.
     far: Vec<usize>,
+    /// Per (step, batch) of a hashed scan with at most [`MEMO_KEY`] key columns, created
+    /// at the first lookup.
+    memos: Vec<Option<Memo>>,
     /// Derived head rows, flat and row-major.
     pub out: Vec<u32>,
     pub div_by_zero: bool,
@@ -702,6 +751,9 @@ impl<'a> Exec<'a> {
             env,
             cursors: vec![0; *self.cursor_base.last().unwrap_or(&0)],
             far: vec![0; *self.cursor_base.last().unwrap_or(&0)],
+            memos: (0..*self.cursor_base.last().unwrap_or(&0))
+                .map(|_| None)
+                .collect(),
             out,
             div_by_zero: false,
         };
@@ -853,7 +905,23 @@ impl<'a> Exec<'a> {
                     } else {
                         let slot = self.cursor_base[i] + bi;
                         let key = &k[..b];
-                        if sc.hashed && !near_cursor(bat, n, key, st.cursors[slot]) {
+                        if sc.hashed && b <= MEMO_KEY && bat.count < u32::MAX as usize {
+                            let memo = st.memos[slot].get_or_insert_with(Memo::new);
+                            match memo.get(key) {
+                                Some(r) => r,
+                                None => {
+                                    let r = if near_cursor(bat, n, key, st.cursors[slot]) {
+                                        eq_range(bat, n, key, &mut st.cursors[slot])
+                                    } else {
+                                        self.far_lookup(st, slot, bat, n, key)
+                                    };
+                                    if let Some(m) = st.memos[slot].as_mut() {
+                                        m.put(key, r.0, r.1);
+                                    }
+                                    r
+                                }
+                            }
+                        } else if sc.hashed && !near_cursor(bat, n, key, st.cursors[slot]) {
                             self.far_lookup(st, slot, bat, n, key)
                         } else {
                             eq_range(bat, n, key, &mut st.cursors[slot])
