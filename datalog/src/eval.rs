@@ -842,9 +842,27 @@ impl<'a> Exec<'a> {
                     k[j] = st.env[s];
                 }
                 let mut found = false;
+                let key = &k[..key.len()];
                 for (bi, batch) in self.data[i].iter().enumerate() {
-                    let cur = &mut st.cursors[self.cursor_base[i] + bi];
-                    let (s, e) = eq_range(*batch, *arity, &k[..key.len()], cur);
+                    let slot = self.cursor_base[i] + bi;
+                    if key.len() <= MEMO_KEY && batch.count < u32::MAX as usize {
+                        // Keys of negations repeat like those of hashed scans.
+                        let memo = st.memos[slot].get_or_insert_with(Memo::new);
+                        let (s, e) = match memo.get(key) {
+                            Some(r) => r,
+                            None => {
+                                let r = eq_range(*batch, *arity, key, &mut st.cursors[slot]);
+                                memo.put(key, r.0, r.1);
+                                r
+                            }
+                        };
+                        if s < e {
+                            found = true;
+                            break;
+                        }
+                        continue;
+                    }
+                    let (s, e) = eq_range(*batch, *arity, key, &mut st.cursors[slot]);
                     if s < e {
                         found = true;
                         break;
