@@ -104,18 +104,15 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]], dedup: bool) -> Option<usi
     if total > 64 {
         return None;
     }
-    let mut keys: Vec<u64> = rows
-        .iter()
-        .map(|r| {
-            let mut k = 0u64;
-            for c in 0..N {
-                // bits[c] <= 32, so the shift is in range.
-                k = (k << bits[c]) | u64::from(r[c] - min[c]);
-            }
-            k
-        })
-        .collect();
-    radix_sort(&mut keys, total);
+    let key = |r: &[u32; N]| {
+        let mut k = 0u64;
+        for c in 0..N {
+            // bits[c] <= 32, so the shift is in range.
+            k = (k << bits[c]) | u64::from(r[c] - min[c]);
+        }
+        k
+    };
+    let keys = sorted_keys(rows.len(), total, |i| key(&rows[i]));
     let mut w = 0;
     for (i, &k) in keys.iter().enumerate() {
         if dedup && i > 0 && k == keys[i - 1] {
@@ -133,49 +130,49 @@ fn sort_packed<const N: usize>(rows: &mut [[u32; N]], dedup: bool) -> Option<usi
     Some(w)
 }
 
-/// Sort `keys` whose values are below `2^bits`.
+/// The keys `key(0), ..., key(n - 1)` (each below `2^bits`), sorted.
 ///
-/// Large inputs are distributed by their top `log2(len) - 1` bits into buckets of about
-/// two to four keys each (one counting pass, one scatter pass; the counters fit in the
-/// last-level cache where a pass over the keys does not), and each bucket is then sorted
-/// by insertion (small buckets) or by [`radix_sort_lsd`] (large ones, from skewed keys).
-/// Small inputs use `sort_unstable`.
-pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
-    let n = keys.len();
-    if n < 1 << 16 || bits == 0 {
-        keys.sort_unstable();
-        return;
-    }
-    if n >= u32::MAX as usize {
-        radix_sort_lsd(keys, bits);
-        return;
+/// Many keys are distributed by their top `log2(n) - 1` bits into buckets of about two to
+/// four keys each (one counting pass and one scatter pass over the rows, computing the keys
+/// on the fly; the counters fit in the last-level cache where a pass over the keys does
+/// not), and each bucket is then sorted by insertion (small buckets) or by
+/// [`radix_sort_lsd`] (large ones, from skewed keys). Few keys use `sort_unstable`.
+fn sorted_keys(n: usize, bits: u32, key: impl Fn(usize) -> u64) -> Vec<u64> {
+    if n < 1 << 16 || bits == 0 || n >= u32::MAX as usize {
+        let mut keys: Vec<u64> = (0..n).map(&key).collect();
+        radix_sort_lsd(&mut keys, bits);
+        return keys;
     }
     let d = (n.ilog2() - 1).min(bits);
     let shift = bits - d;
     let buckets = 1usize << d;
-    // starts[b] = first position of bucket b in the output (prefix sums of the counts).
-    let mut starts = vec![0u32; buckets + 1];
-    for &k in keys.iter() {
-        starts[(k >> shift) as usize + 1] += 1;
+    // ends[b]: first the number of keys in bucket b, then (prefix sums) where it starts in
+    // the output, then (after the scatter) where it ends.
+    let mut ends = vec![0u32; buckets];
+    for i in 0..n {
+        ends[(key(i) >> shift) as usize] += 1;
     }
-    for b in 1..=buckets {
-        starts[b] += starts[b - 1];
+    let mut sum = 0;
+    for e in ends.iter_mut() {
+        let c = *e;
+        *e = sum;
+        sum += c;
     }
     let mut out: Vec<u64> = vec![0; n];
-    {
-        let mut next = starts.clone();
-        for &k in keys.iter() {
-            let b = (k >> shift) as usize;
-            out[next[b] as usize] = k;
-            next[b] += 1;
-        }
+    for i in 0..n {
+        let k = key(i);
+        let b = (k >> shift) as usize;
+        out[ends[b] as usize] = k;
+        ends[b] += 1;
     }
-    for b in 0..buckets {
-        let (s, e) = (starts[b] as usize, starts[b + 1] as usize);
-        if e - s < 2 {
+    let mut s = 0;
+    for &e in &ends {
+        let (start, end) = (s, e as usize);
+        s = end;
+        if end - start < 2 {
             continue;
         }
-        let g = &mut out[s..e];
+        let g = &mut out[start..end];
         if g.len() <= 32 {
             for i in 1..g.len() {
                 let x = g[i];
@@ -195,7 +192,7 @@ pub(crate) fn radix_sort(keys: &mut Vec<u64>, bits: u32) {
             g.copy_from_slice(&v);
         }
     }
-    *keys = out;
+    out
 }
 
 /// Sort `keys` whose values are below `2^bits`: LSD radix sort with digits of up to 11 bits
