@@ -572,7 +572,7 @@ impl HashIndex {
                 return (0, 0);
             }
             let s = s as usize;
-            if &rows[s * n..s * n + self.b] == key {
+            if rows[s * n..s * n + self.b].iter().zip(key).all(|(a, b)| a == b) {
                 return (s, e as usize);
             }
             h = (h + 1) & self.mask;
@@ -688,7 +688,9 @@ impl Memo {
     #[inline(always)]
     fn get(&self, key: &[u32]) -> Option<(usize, usize)> {
         let (k, s, e) = &self.entries[Self::slot(key)];
-        (*s != u32::MAX && k[..key.len()] == *key).then_some((*s as usize, *e as usize))
+        // An element-wise loop: slice equality would call `memcmp` for these few values.
+        let same = key.iter().zip(k).all(|(a, b)| a == b);
+        (*s != u32::MAX && same).then_some((*s as usize, *e as usize))
     }
 
     #[inline(always)]
