@@ -572,7 +572,11 @@ impl HashIndex {
                 return (0, 0);
             }
             let s = s as usize;
-            if rows[s * n..s * n + self.b].iter().zip(key).all(|(a, b)| a == b) {
+            if rows[s * n..s * n + self.b]
+                .iter()
+                .zip(key)
+                .all(|(a, b)| a == b)
+            {
                 return (s, e as usize);
             }
             h = (h + 1) & self.mask;
@@ -593,7 +597,14 @@ fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, 
     let cmp = |r: usize| cmp_prefix(&rows_flat[r * n..r * n + b], key);
     let less = |r: usize| cmp(r) == Ordering::Less;
     let p = (*cursor).min(rows);
-    let start = if p == 0 || less(p - 1) {
+    // Fast paths of merge joins: the key's rows start at the cursor, or right after the
+    // cursor's row (the previous key had one row).
+    let at = if p < rows { cmp(p) } else { Ordering::Greater };
+    let start = if at != Ordering::Less && (p == 0 || less(p - 1)) {
+        p
+    } else if at == Ordering::Less && (p + 1 == rows || !less(p + 1)) {
+        p + 1
+    } else if p == 0 || less(p - 1) {
         // Ascending keys: continue from the last position.
         if p >= rows || !less(p) {
             p
@@ -618,7 +629,16 @@ fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, 
         bsearch(p.saturating_sub(NEAR), p, less)
     };
     *cursor = start;
-    let end = gallop(start, rows, |r| cmp(r) == Ordering::Equal);
+    let eq = |r: usize| cmp(r) == Ordering::Equal;
+    let end = if start < rows && eq(start) {
+        if start + 1 < rows && eq(start + 1) {
+            gallop(start + 1, rows, eq)
+        } else {
+            start + 1
+        }
+    } else {
+        start
+    };
     (start, end)
 }
 
