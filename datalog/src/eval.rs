@@ -55,8 +55,15 @@ pub(crate) fn sort_rows<const N: usize>(rows: &mut [[u32; N]]) {
 /// Sort rows lexicographically and move the distinct ones to the front; returns how many
 /// there are (the rest of `rows` is unspecified).
 pub(crate) fn sort_dedup_rows<const N: usize>(rows: &mut [[u32; N]]) -> usize {
-    if rows.windows(2).all(|w| w[0] <= w[1]) {
-        return dedup_sorted(rows);
+    // One pass: already sorted (inputs usually are), and are there duplicates?
+    let mut sorted = true;
+    let mut dup = false;
+    for w in rows.windows(2) {
+        sorted &= w[0] <= w[1];
+        dup |= w[0] == w[1];
+    }
+    if sorted {
+        return if dup { dedup_sorted(rows) } else { rows.len() };
     }
     if rows.len() >= 1 << 15 {
         if let Some(keep) = sort_packed(rows, true) {

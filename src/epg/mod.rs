@@ -149,6 +149,8 @@ impl Epg {
         let remap: Vec<u32> = (0..p.symbols.len())
             .map(|s| db.symbols.intern(&p.symbols.name(dump, s)))
             .collect();
+        // Distinct names are interned in order, so the ids usually stay the same.
+        let identity = remap.iter().enumerate().all(|(i, &r)| r == i as u32);
         for decl in program.decls().iter().filter(|d| d.is_input) {
             let Some(&(_, cols)) = RELATIONS.iter().find(|(n, _)| *n == decl.name) else {
                 return Err(EpgError::Interface {
@@ -188,7 +190,7 @@ impl Epg {
             let rel = p.rel(&decl.name);
             let sym_cols: Vec<bool> = cols.chars().map(|c| c == 's').collect();
             let mut rows = rel.rows.clone();
-            if sym_cols.iter().any(|&b| b) {
+            if !identity && sym_cols.iter().any(|&b| b) {
                 for row in rows.chunks_exact_mut(rel.arity) {
                     for (k, v) in row.iter_mut().enumerate() {
                         if sym_cols[k] {
