@@ -684,7 +684,9 @@ pub(crate) struct Exec<'a> {
 /// Key columns a [`Memo`] entry can hold.
 const MEMO_KEY: usize = 3;
 /// Entries of a [`Memo`] (a power of two).
-const MEMO_SIZE: usize = 256;
+const MEMO_SIZE: usize = 1 << MEMO_BITS;
+/// log2 of [`MEMO_SIZE`].
+const MEMO_BITS: u32 = 8;
 
 /// A small direct-mapped cache of recent lookups of one hashed scan: key → rows
 /// `start..end` (possibly empty). Lookups whose keys come in no useful order still tend to
@@ -709,7 +711,7 @@ impl Memo {
         for &x in key {
             h = (h ^ x).wrapping_mul(0x9E37_79B1);
         }
-        (h >> 24) as usize & (MEMO_SIZE - 1)
+        (h >> (32 - MEMO_BITS)) as usize
     }
 
     #[inline(always)]
