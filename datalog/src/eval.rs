@@ -59,8 +59,14 @@ pub(crate) fn sort_dedup_rows<const N: usize>(rows: &mut [[u32; N]]) -> usize {
     let mut sorted = true;
     let mut dup = false;
     for w in rows.windows(2) {
-        sorted &= w[0] <= w[1];
-        dup |= w[0] == w[1];
+        match w[0].cmp(&w[1]) {
+            Ordering::Less => {}
+            Ordering::Equal => dup = true,
+            Ordering::Greater => {
+                sorted = false;
+                break;
+            }
+        }
     }
     if sorted {
         return if dup { dedup_sorted(rows) } else { rows.len() };
@@ -601,7 +607,14 @@ fn eq_range(batch: Batch, n: usize, key: &[u32], cursor: &mut usize) -> (usize, 
     if b == 0 {
         return (0, rows);
     }
-    let cmp = |r: usize| cmp_prefix(&rows_flat[r * n..r * n + b], key);
+    // One key column (the common case) is compared directly.
+    let cmp = |r: usize| {
+        if b == 1 {
+            rows_flat[r * n].cmp(&key[0])
+        } else {
+            cmp_prefix(&rows_flat[r * n..r * n + b], key)
+        }
+    };
     let less = |r: usize| cmp(r) == Ordering::Less;
     let p = (*cursor).min(rows);
     // Fast paths of merge joins: the key's rows start at the cursor, or right after the
