@@ -1076,6 +1076,40 @@ mod tests {
     }
 
     #[test]
+    fn memo_returns_only_what_was_put_for_the_same_key() {
+        let mut m = Memo::new();
+        assert_eq!(m.get(&[1, 2]), None);
+        m.put(&[1, 2], 10, 12);
+        m.put(&[7], 3, 3); // an empty range is remembered too
+        assert_eq!(m.get(&[1, 2]), Some((10, 12)));
+        assert_eq!(m.get(&[7]), Some((3, 3)));
+        assert_eq!(m.get(&[1, 3]), None);
+        assert_eq!(m.get(&[2, 1]), None);
+        // Keys that share a slot replace each other; a lookup never returns another key's rows.
+        let slot = Memo::slot(&[1, 2]);
+        let other = (0u32..)
+            .map(|x| [x, 5])
+            .find(|k| Memo::slot(k) == slot)
+            .unwrap();
+        m.put(&other, 40, 41);
+        assert_eq!(m.get(&other), Some((40, 41)));
+        assert_eq!(m.get(&[1, 2]), None);
+    }
+
+    #[test]
+    fn sorted_input_with_duplicates_is_deduplicated_in_place() {
+        let mut rows: Vec<[u32; 2]> = (0..100_000u32).map(|i| [i / 3, i % 2]).collect();
+        rows.sort_unstable();
+        let mut expected = rows.clone();
+        expected.dedup();
+        let keep = sort_dedup_rows(&mut rows);
+        assert_eq!(rows[..keep], expected[..]);
+        let mut distinct = expected.clone();
+        assert_eq!(sort_dedup_rows(&mut distinct), expected.len());
+        assert_eq!(distinct, expected);
+    }
+
+    #[test]
     fn packed_sort_matches_comparison_sort() {
         let mut x = 12345u64;
         let mut next = |m: u64| {
