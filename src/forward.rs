@@ -222,9 +222,10 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
     let mut out = Out {
         rels: vec![Vec::new(); RELATIONS.len()],
     };
-    // Reserve the per-step relations for the steps to process (about one row per step each;
-    // vertices: about two per step), so that they do not grow by copying. Capacity that is
-    // never written is never touched, so over-reserving costs address space only.
+    // Reserve the per-step relations for the steps to process (about one row per step each,
+    // `lastdef` up to two; vertices: about one per step, two reserved), so that they do not
+    // grow by copying. Capacity that is never written is never touched, so over-reserving
+    // costs address space only.
     let n: usize = views
         .iter()
         .map(|v| match &v.keep {
