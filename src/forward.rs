@@ -222,9 +222,24 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
     let mut out = Out {
         rels: vec![Vec::new(); RELATIONS.len()],
     };
-    let mut vertices: Vec<Vertex> = Vec::new();
+    // Reserve the per-step relations for the steps to process (about one row per step each,
+    // `lastdef` up to two; vertices: about one per step, two reserved), so that they do not
+    // grow by copying. Capacity that is never written is never touched, so over-reserving
+    // costs address space only.
+    let n: usize = views
+        .iter()
+        .map(|v| match &v.keep {
+            Some(k) => k.len(),
+            None => dump.traces[v.trace].steps.len(),
+        })
+        .sum();
+    for (r, rows_per_step) in [(STEP, 1), (CTX, 1), (VD, 1), (LASTDEF, 2), (LASTCTRL, 1)] {
+        let arity = RELATIONS[r].1.len();
+        out.rels[r].reserve(n * rows_per_step * arity + 1024);
+    }
+    let mut vertices: Vec<Vertex> = Vec::with_capacity(2 * n + 1024);
     let mut stmt_vertex: Vec<u32> = vec![u32::MAX; dump.stmts.len()];
-    let mut steps: Vec<StepOrigin> = Vec::new();
+    let mut steps: Vec<StepOrigin> = Vec::with_capacity(n);
     let mut failure_points = Vec::new();
     let mut gframe_base = 0u32;
 

@@ -149,6 +149,8 @@ impl Epg {
         let remap: Vec<u32> = (0..p.symbols.len())
             .map(|s| db.symbols.intern(&p.symbols.name(dump, s)))
             .collect();
+        // Distinct names are interned in order, so the ids usually stay the same.
+        let identity = remap.iter().enumerate().all(|(i, &r)| r == i as u32);
         for decl in program.decls().iter().filter(|d| d.is_input) {
             let Some(&(_, cols)) = RELATIONS.iter().find(|(n, _)| *n == decl.name) else {
                 return Err(EpgError::Interface {
@@ -188,7 +190,7 @@ impl Epg {
             let rel = p.rel(&decl.name);
             let sym_cols: Vec<bool> = cols.chars().map(|c| c == 's').collect();
             let mut rows = rel.rows.clone();
-            if sym_cols.iter().any(|&b| b) {
+            if !identity && sym_cols.iter().any(|&b| b) {
                 for row in rows.chunks_exact_mut(rel.arity) {
                     for (k, v) in row.iter_mut().enumerate() {
                         if sym_cols[k] {
@@ -237,32 +239,27 @@ impl Epg {
             .iter()
             .map(|r| r.as_str().to_owned())
             .collect();
-        // Symbol id -> rule id, filled lazily.
-        let mut rule_of: HashMap<u32, u16> = HashMap::new();
+        // Symbol id -> rule id (u16::MAX: not seen yet), filled lazily. Consecutive rows
+        // rarely share a rule (rows are sorted by endpoints), so this is a dense table.
+        let mut rule_of: Vec<u16> = vec![u16::MAX; symbols.len()];
         let n = vertices.len() as u32;
         let mut edges = Vec::with_capacity(rows.len() / 3);
-        let mut last: Option<(u32, u16)> = None;
         for r in rows.chunks_exact(3) {
             let (src, dst, sym) = (r[0], r[1], r[2]);
-            let id = match last {
-                Some((s, id)) if s == sym => id,
+            let id = match rule_of.get(sym as usize) {
+                Some(&id) if id != u16::MAX => id,
                 _ => {
-                    let id = match rule_of.get(&sym) {
-                        Some(&id) => id,
+                    let name = symbols.resolve(sym).unwrap_or("?");
+                    let id = match rule_names.iter().position(|x| x == name) {
+                        Some(i) => i as u16,
                         None => {
-                            let name = symbols.resolve(sym).unwrap_or("?");
-                            let id = match rule_names.iter().position(|x| x == name) {
-                                Some(i) => i as u16,
-                                None => {
-                                    rule_names.push(name.to_owned());
-                                    (rule_names.len() - 1) as u16
-                                }
-                            };
-                            rule_of.insert(sym, id);
-                            id
+                            rule_names.push(name.to_owned());
+                            (rule_names.len() - 1) as u16
                         }
                     };
-                    last = Some((sym, id));
+                    if let Some(slot) = rule_of.get_mut(sym as usize) {
+                        *slot = id;
+                    }
                     id
                 }
             };
