@@ -21,6 +21,8 @@ use crate::{ColumnType, Symbols};
 pub struct Database {
     pub symbols: Symbols,
     relations: HashMap<String, StoredRelation>,
+    /// Most rows one rule evaluation may add to a derived relation (see [`Database::set_row_limit`]).
+    row_limit: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +64,13 @@ pub enum EvalError {
     },
     #[error("relation `{0}` has an unsupported arity")]
     UnsupportedArity(String),
+    #[error("{path}:{line}: relation `{relation}` grew past {limit} rows while this rule was evaluated; evaluation stopped (the input is too large for this rule set)")]
+    TooManyRows {
+        path: String,
+        line: usize,
+        relation: String,
+        limit: usize,
+    },
 }
 
 /// Statistics of one evaluation.
@@ -76,6 +85,13 @@ pub struct EvalStats {
 }
 
 impl Database {
+    /// Stops evaluation with [`EvalError::TooManyRows`] when a derived relation would hold more
+    /// than `rows` rows (`None`: no limit, the default): a rule whose join explodes on some
+    /// input then fails with its file and line instead of exhausting memory.
+    pub fn set_row_limit(&mut self, rows: Option<usize>) {
+        self.row_limit = rows;
+    }
+
     pub fn new() -> Self {
         Self::default()
     }
@@ -411,7 +427,8 @@ impl Program {
         }
 
         prof_since("evaluate: validate, encode, sort inputs", t_eval);
-        let result = self.run_strata(&mut data, &consts);
+        let limit = db.row_limit.unwrap_or(usize::MAX);
+        let result = self.run_strata(&mut data, &consts, limit);
 
         let t = Clock::now();
         // Put everything back (also on error, so inputs are not lost).
@@ -427,7 +444,12 @@ impl Program {
         result
     }
 
-    fn run_strata(&self, data: &mut [Vec<u32>], consts: &[u32]) -> Result<EvalStats, EvalError> {
+    fn run_strata(
+        &self,
+        data: &mut [Vec<u32>],
+        consts: &[u32],
+        limit: usize,
+    ) -> Result<EvalStats, EvalError> {
         let mut stats = EvalStats::default();
         // Last stratum that reads each index of a complete relation (to free it early).
         let mut last_use: HashMap<usize, usize> = HashMap::new();
@@ -513,7 +535,7 @@ impl Program {
                     let mut out = std::mem::take(&mut seeds[k]);
                     for p in st.base.iter().filter(|p| p.head_rel == r) {
                         if let Some(d) = build_data(p, &[], &complete) {
-                            out = self.exec(p, d, consts, out)?;
+                            out = self.exec(p, d, consts, out, limit)?;
                         }
                     }
                     outs.push((r, out));
@@ -598,7 +620,7 @@ impl Program {
                     let out = {
                         let guards = collect_guards(self, p, &vars, &idx_vars);
                         match build_data(p, &guards, &complete) {
-                            Some(d) => Some(self.exec(p, d, consts, Vec::new())?),
+                            Some(d) => Some(self.exec(p, d, consts, Vec::new(), limit)?),
                             None => None,
                         }
                     };
@@ -614,7 +636,7 @@ impl Program {
                         let out = {
                             let guards = collect_guards(self, p, &vars, &idx_vars);
                             match build_data(p, &guards, &complete) {
-                                Some(d) => Some(self.exec(p, d, consts, Vec::new())?),
+                                Some(d) => Some(self.exec(p, d, consts, Vec::new(), limit)?),
                                 None => None,
                             }
                         };
@@ -737,11 +759,12 @@ impl Program {
         data: Vec<Vec<Batch>>,
         consts: &[u32],
         out: Vec<u32>,
+        limit: usize,
     ) -> Result<Vec<u32>, EvalError> {
         let ex = Exec::new(p, data);
         let t = Clock::now();
         let before = out.len();
-        let st = ex.run(consts, out);
+        let st = ex.run(consts, out, limit.saturating_mul(p.head.len().max(1)));
         if profiling() {
             eprintln!(
                 "datalog: {}:{}: rule for `{}` took {}, {} rows",
@@ -751,6 +774,14 @@ impl Program {
                 t.elapsed(),
                 (st.out.len() - before) / p.head.len().max(1)
             );
+        }
+        if st.overflow {
+            return Err(EvalError::TooManyRows {
+                path: self.path.clone(),
+                line: p.line,
+                relation: self.decls[p.head_rel].name.clone(),
+                limit,
+            });
         }
         if st.div_by_zero {
             return Err(EvalError::DivisionByZero {

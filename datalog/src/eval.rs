@@ -755,6 +755,9 @@ pub(crate) struct State {
     /// Derived head rows, flat and row-major.
     pub out: Vec<u32>,
     pub div_by_zero: bool,
+    /// `out` may hold at most this many values; past it `overflow` is set and the run stops.
+    limit: usize,
+    pub overflow: bool,
 }
 
 impl<'a> Exec<'a> {
@@ -783,7 +786,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Run the plan with constants `consts` (per constant id); derived head rows go to `out`.
-    pub fn run(&self, consts: &[u32], out: Vec<u32>) -> State {
+    pub fn run(&self, consts: &[u32], out: Vec<u32>, limit: usize) -> State {
         let mut env = vec![0u32; self.plan.n_slots];
         for &(slot, id) in &self.plan.consts {
             env[slot] = consts[id];
@@ -797,6 +800,8 @@ impl<'a> Exec<'a> {
                 .collect(),
             out,
             div_by_zero: false,
+            limit,
+            overflow: false,
         };
         self.step(&mut st, 0);
         st
@@ -857,6 +862,7 @@ impl<'a> Exec<'a> {
                 }
             }
             st.out.extend_from_slice(&row[..self.plan.head.len()]);
+            st.overflow = st.out.len() > st.limit;
             return;
         };
         match step {
@@ -999,6 +1005,10 @@ impl<'a> Exec<'a> {
                                 st.out.extend(head.iter().map(|&s| st.env[s]));
                             }
                         }
+                        if st.out.len() > st.limit {
+                            st.overflow = true;
+                            return;
+                        }
                         continue;
                     }
                     for r in start..end {
@@ -1006,7 +1016,7 @@ impl<'a> Exec<'a> {
                             continue;
                         }
                         self.step(st, i + 1);
-                        if st.div_by_zero {
+                        if st.div_by_zero || st.overflow {
                             return;
                         }
                     }

@@ -344,6 +344,40 @@ fn eval_errors_not_panics() {
     assert_eq!(db.rows("n").unwrap().1.len(), 2);
 }
 
+/// A join that explodes stops at the row limit with the rule's file and line; under the limit
+/// (and without one) the same program derives every row.
+#[test]
+fn row_limit_stops_an_exploding_join() {
+    let src = ".decl n(x: unsigned)\n.decl pair(x: unsigned, y: unsigned)\n.decl big(x: unsigned, y: unsigned, z: unsigned)\n.input n\n.output big\npair(X, Y) :- n(X), n(Y).\nbig(X, Y, Z) :- pair(X, Y), n(Z).\n";
+    let program = Program::parse(src, "cube.dl").unwrap();
+    let fill = |db: &mut Database| db.insert_flat("n", 1, (0..100).collect());
+    let mut db = Database::new();
+    fill(&mut db);
+    db.set_row_limit(Some(50_000));
+    let e = program.evaluate(&mut db).unwrap_err();
+    assert_eq!(
+        e,
+        EvalError::TooManyRows {
+            path: "cube.dl".into(),
+            line: 7,
+            relation: "big".into(),
+            limit: 50_000
+        }
+    );
+    assert!(e
+        .to_string()
+        .starts_with("cube.dl:7: relation `big` grew past 50000 rows"));
+    // A limit that the derivation stays under changes nothing.
+    for limit in [Some(1_000_000), None] {
+        let mut db = Database::new();
+        fill(&mut db);
+        db.set_row_limit(limit);
+        program.evaluate(&mut db).unwrap();
+        assert_eq!(db.rows("big").unwrap().1.len(), 3 * 1_000_000);
+        assert_eq!(db.rows("pair").unwrap().1.len(), 2 * 10_000);
+    }
+}
+
 #[test]
 fn evaluate_twice_is_stable() {
     let program = Program::parse(TC, "tc.dl").unwrap();

@@ -14,6 +14,12 @@ pub use output::{write_csv, write_dot, write_json, write_tsv, Format};
 use crate::dump::Dump;
 use crate::forward::{Premises, Vertex, RELATIONS};
 
+/// Most rows a relation derived by the rules may hold (about 1.2 GB at arity 3). At 1M trace
+/// steps the default rules derive 4M edges; a rule whose join explodes on some trace (the
+/// paper's R_CTRL2 premise on an uncompressed endless loop is quadratic in its length) stops
+/// with an error naming the rule instead of exhausting memory.
+pub const MAX_DERIVED_ROWS: usize = 100_000_000;
+
 /// The default rule set, embedded in the binary (`rules/epg.dl`).
 pub const DEFAULT_RULES: &str = include_str!("../../rules/epg.dl");
 /// The name under which the embedded default rules are reported in diagnostics.
@@ -137,7 +143,8 @@ impl Epg {
         Epg::from_triples(p.vertices.clone(), triples)
     }
 
-    /// Derives the EPG by interpreting a rule program.
+    /// Derives the EPG by interpreting a rule program. A derived relation that grows past
+    /// [`MAX_DERIVED_ROWS`] stops the evaluation with an error naming the rule.
     pub fn derive_interpreted(
         dump: &Dump,
         p: &Premises,
@@ -146,6 +153,7 @@ impl Epg {
     ) -> Result<Epg, EpgError> {
         let t0 = std::time::Instant::now();
         let mut db = datalog::Database::new();
+        db.set_row_limit(Some(MAX_DERIVED_ROWS));
         let remap: Vec<u32> = (0..p.symbols.len())
             .map(|s| db.symbols.intern(&p.symbols.name(dump, s)))
             .collect();
