@@ -1145,9 +1145,8 @@ mod tests {
             sort_rows(&mut b);
             assert_eq!(a, b);
         }
-        // Large enough for the radix sort (>= 65,536 keys), several digit widths.
-        for (range, n) in [(1u64 << 20, 200_000), (3, 100_000), (1 << 32, 70_000)] {
-            let rows: Vec<[u32; 2]> = (0..n).map(|_| [next(range), next(range)]).collect();
+        // Both the sort and the sort + dedup agree with the standard library.
+        let check = |rows: Vec<[u32; 2]>| {
             let mut a = rows.clone();
             a.sort_unstable();
             let mut b = rows.clone();
@@ -1157,21 +1156,18 @@ mod tests {
             let mut c = rows;
             let keep = sort_dedup_rows(&mut c);
             assert_eq!(a, c[..keep]);
+        };
+        // Large enough for the radix sort (>= 65,536 keys), several digit widths.
+        for (range, n) in [(1u64 << 20, 200_000), (3, 100_000), (1 << 32, 70_000)] {
+            check((0..n).map(|_| [next(range), next(range)]).collect());
         }
         // Skewed keys: two values in the top column, so two huge buckets of the first
         // distribution pass (sorted by the LSD fallback), plus many duplicates.
-        let rows: Vec<[u32; 2]> = (0..300_000)
-            .map(|_| [next(2) << 20, next(1 << 12)])
-            .collect();
-        let mut a = rows.clone();
-        a.sort_unstable();
-        let mut b = rows.clone();
-        sort_rows(&mut b);
-        assert_eq!(a, b);
-        a.dedup();
-        let mut c = rows;
-        let keep = sort_dedup_rows(&mut c);
-        assert_eq!(a, c[..keep]);
+        check(
+            (0..300_000)
+                .map(|_| [next(2) << 20, next(1 << 12)])
+                .collect(),
+        );
         let mut one: Vec<[u32; 1]> = (0..40_000).map(|i| [(i * 7919) % 40_000]).collect();
         sort_rows(&mut one);
         assert!(one.windows(2).all(|w| w[0] < w[1]));
