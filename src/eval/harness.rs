@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::dump::Dump;
-use crate::localize::cfx::{Experiment, ExperimentResult, RunOptions};
+use crate::localize::cfx::{ExperimentResult, RunOptions};
 use crate::localize::ranking::{rank, Granularity, Ranked};
 use crate::localize::{self, CfxSource, Mode, Options};
 use crate::pipeline::Rules;
@@ -203,13 +203,9 @@ struct CfxCache {
 }
 
 impl CfxCache {
-    fn key(e: &Experiment) -> (String, String, u32) {
-        (e.test.clone(), e.stmt.clone(), e.occurrence)
-    }
-
     fn remember(&mut self, results: &[ExperimentResult]) {
         for r in results {
-            self.done.insert(Self::key(&r.experiment), r.clone());
+            self.done.insert(r.experiment.key(), r.clone());
         }
     }
 

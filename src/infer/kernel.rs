@@ -101,6 +101,20 @@ impl FactorKernel {
         }
     }
 
+    /// `(C, D)` of the linear kernel over the parents' messages: `C = Π_u c_u` with
+    /// `c_u = (1 - b_u) + p·b_u` (`b_u = σ(l_u)`), and `D = Σ_u (Π_{u' < u} c_u') · q·b_u`, so that
+    /// `D / C` is the odds of the factor message `f_v → v`.
+    #[inline]
+    fn c_d(&self, parents: &[f64]) -> (f64, f64) {
+        let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
+        for &l in parents {
+            let (a, b) = sig_pair(l);
+            d_all += c_all * (self.q * b);
+            c_all *= a + self.p * b;
+        }
+        (c_all, d_all)
+    }
+
     /// `ln c_u` for a parent message `l`, where `c_u = (1 - b) + p·b`, `b = σ(l)`.
     #[inline]
     fn ln_c(&self, l: f64) -> f64 {
@@ -129,13 +143,7 @@ impl FactorKernel {
             return (self.root_pi, false);
         }
         if !self.log_domain {
-            let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
-            for &l in parents {
-                let (a, b) = sig_pair(l);
-                let c = a + self.p * b;
-                d_all += c_all * (self.q * b);
-                c_all *= c;
-            }
+            let (c_all, d_all) = self.c_d(parents);
             if c_all >= TINY {
                 let r = d_all / c_all;
                 return if ratio { (r, true) } else { (r.ln(), false) };
@@ -152,13 +160,7 @@ impl FactorKernel {
         if parents.is_empty() {
             return self.root_pi;
         }
-        let (mut c_all, mut d_all) = (1.0f64, 0.0f64);
-        for &l in parents {
-            let (a, b) = sig_pair(l);
-            let c = a + self.p * b;
-            d_all += c_all * (self.q * b);
-            c_all *= c;
-        }
+        let (c_all, d_all) = self.c_d(parents);
         // ln(D / C) is finite when D > 0 and C is safely positive; otherwise decide exactly.
         if c_all >= TINY && d_all > 0.0 && d_all.is_finite() {
             0.0

@@ -37,6 +37,14 @@ pub struct Experiment {
     pub score: f64,
 }
 
+impl Experiment {
+    /// What identifies the flipped branch instance (test, statement, occurrence): re-running
+    /// it has the same outcome whatever model planned it.
+    pub fn key(&self) -> (String, String, u32) {
+        (self.test.clone(), self.stmt.clone(), self.occurrence)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum CfxOutcome {
@@ -118,10 +126,7 @@ pub fn match_results(
     let mut out = Vec::new();
     for r in results {
         let e = &r.experiment;
-        let Some(p) = plan
-            .iter()
-            .find(|p| p.test == e.test && p.stmt == e.stmt && p.occurrence == e.occurrence)
-        else {
+        let Some(p) = plan.iter().find(|p| p.key() == e.key()) else {
             return Err(format!(
                 "{}: experiment (test {:?}, stmt {:?}, occurrence {}) is not in the plan for this dump (run `prosecutor plan` with the same options)",
                 path.display(),
@@ -157,10 +162,9 @@ pub fn run_missing(
     plan: &[Experiment],
     o: &RunOptions,
 ) -> Result<Vec<ExperimentResult>, String> {
-    let same = |a: &Experiment, b: &Experiment| {
-        a.test == b.test && a.stmt == b.stmt && a.occurrence == b.occurrence
-    };
-    let find = |e: &Experiment| o.known.iter().find(|k| same(&k.experiment, e));
+    let known: std::collections::HashMap<_, &ExperimentResult> =
+        o.known.iter().map(|k| (k.experiment.key(), k)).collect();
+    let find = |e: &Experiment| known.get(&e.key()).copied();
     let missing: Vec<Experiment> = plan.iter().filter(|e| find(e).is_none()).cloned().collect();
     let mut fresh = if missing.is_empty() {
         Vec::new()

@@ -472,29 +472,13 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
     if o.mode != Mode::F {
         specs.push(("F∪P", &fp_traces));
     }
-    let built: Vec<Result<(Model, usize), Error>> = specs
+    let built: Vec<Result<Model, Error>> = specs
         .par_iter()
-        .map(|&(name, traces)| {
-            let v = model_views(dump, traces, o)?;
-            let kept: usize = v
-                .iter()
-                .map(|v| v.keep.as_ref().map_or(0, |k| k.len()))
-                .sum();
-            Ok((Model::build(name, dump, rules, &v)?, kept))
-        })
+        .map(|&(name, traces)| Model::build(name, dump, rules, &model_views(dump, traces, o)?))
         .collect();
-    let mut models: Vec<Model> = Vec::new();
-    let mut kept = 0;
-    for b in built {
-        let (m, k) = b?;
-        if m.name == "F∪P" {
-            kept = k;
-        }
-        models.push(m);
-    }
-    if kept == 0 {
-        kept = models[0].premises.steps.len();
-    }
+    let models: Vec<Model> = built.into_iter().collect::<Result<_, _>>()?;
+    // steps kept after compression, in the widest model (F∪P, or F alone)
+    let kept = models.last().map_or(0, |m| m.premises.steps.len());
     let mut runs = Vec::new();
     // First inference on every model; the primary one (first) plans the experiments.
     let inferred: Vec<Result<Marginals, Error>> = models
