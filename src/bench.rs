@@ -245,23 +245,50 @@ pub fn compress(steps: usize, runs: usize, seed: u64) -> Result<String, Error> {
     Ok(report)
 }
 
-/// `localize` without counterfactuals on a synthetic dump (load, compression, both models, BP).
-pub fn localize(steps: usize, runs: usize, seed: u64, rules: &Rules) -> Result<String, Error> {
-    let o = SynthOptions {
-        steps,
-        seed,
-        ..SynthOptions::default()
+/// What `bench localize` runs on.
+pub enum LocalizeInput<'a> {
+    /// A synthetic dump of about `steps` steps.
+    Synthetic { steps: usize, seed: u64 },
+    /// A dump on disk (e.g. a traced QuixBugs program); it is only read.
+    Dump(&'a Path),
+}
+
+/// `localize` without counterfactuals (load, compression, both models, BP), median of `runs`.
+/// With `reference`, the same runs again with BP iterating on the whole graph
+/// (`BpOptions::prune_barren` off), interleaved, for a ratio measured under the same load.
+pub fn localize(
+    input: LocalizeInput,
+    runs: usize,
+    reference: bool,
+    rules: &Rules,
+) -> Result<String, Error> {
+    let (_dir, path, what) = match input {
+        LocalizeInput::Synthetic { steps, seed } => {
+            let o = SynthOptions {
+                steps,
+                seed,
+                ..SynthOptions::default()
+            };
+            let (dir, path, total) = temp_synth(&o)?;
+            let what = format!(
+                "synthetic dump: {total} steps in {} traces (seed {seed})",
+                o.traces
+            );
+            (Some(dir), path, what)
+        }
+        LocalizeInput::Dump(p) => (None, p.to_path_buf(), format!("dump {}", p.display())),
     };
-    let (_dir, path, total) = temp_synth(&o)?;
-    let mut times = Vec::new();
-    let mut last = String::new();
-    for _ in 0..runs {
+    let run = |prune: bool| -> Result<(crate::localize::Report, f64), Error> {
+        let mut o = crate::localize::Options::default();
+        o.bp.prune_barren = prune;
         let (r, t) = time(|| -> Result<crate::localize::Report, Error> {
             let dump = Dump::load(&path)?;
-            crate::localize::localize(&dump, rules, &crate::localize::Options::default())
+            crate::localize::localize(&dump, rules, &o)
         });
-        let r = r?;
-        last = format!(
+        Ok((r?, t))
+    };
+    let describe = |r: &crate::localize::Report| {
+        format!(
             "{} ranked lines; inference {} after {} iterations; {} steps kept of {}",
             r.ranking.len(),
             if r.convergence.converged {
@@ -272,22 +299,42 @@ pub fn localize(steps: usize, runs: usize, seed: u64, rules: &Rules) -> Result<S
             r.convergence.iterations,
             r.stats.kept_steps,
             r.stats.steps
-        );
+        )
+    };
+    let (mut times, mut ref_times) = (Vec::new(), Vec::new());
+    let (mut last, mut same) = (String::new(), true);
+    for _ in 0..runs {
+        let (r, t) = run(true)?;
+        last = describe(&r);
         times.push(t);
+        if reference {
+            let (r0, t0) = run(false)?;
+            ref_times.push(t0);
+            same &= r0
+                .ranking
+                .iter()
+                .map(|x| (&x.file, x.line, x.rank))
+                .eq(r.ranking.iter().map(|x| (&x.file, x.line, x.rank)));
+        }
     }
     let t = median(times);
     let mut report = String::new();
-    writeln!(
-        report,
-        "synthetic dump: {total} steps in {} traces (seed {seed})",
-        o.traces
-    )
-    .unwrap();
+    writeln!(report, "{what}").unwrap();
     writeln!(
         report,
         "localize (no counterfactuals, mode both), median of {runs} runs: {t:.2} s ({last})"
     )
     .unwrap();
+    if reference {
+        let t0 = median(ref_times);
+        writeln!(
+            report,
+            "reference, BP on the whole graph (no barren-vertex pruning), median of {runs} runs: {t0:.2} s; ratio {:.2}x; {}",
+            t0 / t,
+            if same { "same ranking" } else { "RANKINGS DIFFER" }
+        )
+        .unwrap();
+    }
     writeln!(
         report,
         "paper: 240 s per bug (geometric mean); ratio {:.0}x",

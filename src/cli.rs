@@ -138,6 +138,7 @@ impl ModelArgs {
                     ScheduleArg::Parallel => Schedule::Parallel,
                 },
                 log_domain: false,
+                prune_barren: true,
             },
             granularity: Granularity::Line,
             k: self.k,
@@ -256,7 +257,7 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
-    /// `localize` without counterfactuals on a synthetic dump.
+    /// `localize` without counterfactuals on a synthetic dump (or on --dump DIR).
     Localize {
         #[arg(long, default_value_t = 500_000)]
         steps: usize,
@@ -264,6 +265,12 @@ pub enum BenchWhat {
         runs: usize,
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// Time this trace dump instead of a synthetic one (it is only read).
+        #[arg(long)]
+        dump: Option<PathBuf>,
+        /// Also time BP on the whole graph (no barren-vertex pruning) as a same-run reference.
+        #[arg(long)]
+        reference: bool,
     },
     /// Loopy BP on a synthetic EPG-shaped network (1 vs several threads).
     Bp {
@@ -386,14 +393,20 @@ pub fn try_main() -> Result<i32, Error> {
                 write!(out, "{}", crate::bench::compress(steps, runs, seed)?)
                     .map_err(Error::Output)?;
             }
-            BenchWhat::Localize { steps, runs, seed } => {
+            BenchWhat::Localize {
+                steps,
+                runs,
+                seed,
+                dump,
+                reference,
+            } => {
                 let rules = Rules::default_rules();
-                write!(
-                    out,
-                    "{}",
-                    crate::bench::localize(steps, runs, seed, &rules)?
-                )
-                .map_err(Error::Output)?;
+                let input = match &dump {
+                    Some(d) => crate::bench::LocalizeInput::Dump(d),
+                    None => crate::bench::LocalizeInput::Synthetic { steps, seed },
+                };
+                let report = crate::bench::localize(input, runs, reference, &rules)?;
+                write!(out, "{report}").map_err(Error::Output)?;
             }
             BenchWhat::Bp {
                 vertices,

@@ -874,33 +874,70 @@ pub fn loopy_bp(
     evidence: &[Option<bool>],
     opts: &BpOptions,
 ) -> Result<Marginals, InferError> {
-    if dag.ids_topological() {
+    check_evidence(dag, evidence)?;
+    // Barren vertices (no observation among them and their descendants) change no other
+    // vertex's marginal: every message they send to a parent is uniform. BP runs on the rest,
+    // the ancestral set of the evidence (closed under parents, so its factors are whole); the
+    // barren vertices then get their exact marginals in one forward pass (below). In an EPG
+    // most vertices are barren: values that never reach the failure point.
+    let relevant = if opts.prune_barren {
+        ancestral_set(dag, evidence)
+    } else {
+        vec![true; dag.len()]
+    };
+    let all_relevant = relevant.iter().all(|&r| r);
+    if all_relevant && dag.ids_topological() {
         return loopy_bp_blocks(dag, cpd, evidence, opts, MIN_BLOCK_WORK);
     }
     // The sweeps visit vertices in topological order and index the message arrays by id; with
     // ids out of that order every access is a cache miss (EPGs: a call's vertex is created at
-    // the call and defined at the return). Renumber, run, and map the result back.
-    check_evidence(dag, evidence)?;
-    let (rdag, order) = dag.relabeled();
-    let rev: Vec<Option<bool>> = order.iter().map(|&v| evidence[v as usize]).collect();
-    let m = loopy_bp_blocks(&rdag, cpd, &rev, opts, MIN_BLOCK_WORK).map_err(|e| match e {
+    // the call and defined at the return). So the subgraph is renumbered topologically too.
+    let (sub, order) = if all_relevant {
+        dag.relabeled()
+    } else {
+        dag.induced(&relevant)
+    };
+    let sev: Vec<Option<bool>> = order.iter().map(|&v| evidence[v as usize]).collect();
+    let m = loopy_bp_blocks(&sub, cpd, &sev, opts, MIN_BLOCK_WORK).map_err(|e| match e {
         InferError::ImpossibleEvidence { vertex: Some(k) } => InferError::ImpossibleEvidence {
             vertex: Some(order[k as usize]),
         },
         e => e,
     })?;
-    let back = |x: Vec<f64>| {
-        let mut out = vec![0.0; x.len()];
-        for (k, &v) in order.iter().enumerate() {
-            out[v as usize] = x[k];
+    let mut log_odds = vec![0.0; dag.len()];
+    for (k, &v) in order.iter().enumerate() {
+        log_odds[v as usize] = m.log_odds_incorrect[k];
+    }
+    if !all_relevant {
+        // A barren v receives λ = 0 from its (barren) children, so its belief is `π_v`, and the
+        // message `π_{u→v}` of each parent u is u's belief (clipped like every variable
+        // message): u's other children are all it hears from besides `f_u`, and `λ_{v→u} = 0`.
+        let kern = FactorKernel::new(cpd.p, cpd.prior, opts.log_domain);
+        let mut g = Vec::new();
+        for &v in dag.topological_order() {
+            if !relevant[v as usize] {
+                g.clear();
+                g.extend(dag.parents(v).iter().map(|&u| clip(log_odds[u as usize])));
+                log_odds[v as usize] = kern.pi_out(&g);
+            }
         }
-        out
-    };
+    }
     Ok(Marginals {
-        p_incorrect: back(m.p_incorrect),
-        log_odds_incorrect: back(m.log_odds_incorrect),
+        p_incorrect: log_odds.par_iter().map(|&l| sigmoid(l)).collect(),
+        log_odds_incorrect: log_odds,
         convergence: m.convergence,
     })
+}
+
+/// `v` is observed or has an observed descendant (the ancestral set of the evidence).
+fn ancestral_set(dag: &Dag, evidence: &[Option<bool>]) -> Vec<bool> {
+    let mut rel: Vec<bool> = evidence.iter().map(Option::is_some).collect();
+    for &v in dag.topological_order().iter().rev() {
+        if !rel[v as usize] {
+            rel[v as usize] = dag.children(v).iter().any(|&c| rel[c as usize]);
+        }
+    }
+    rel
 }
 
 /// [`loopy_bp`] with a given smallest block size of the [`Schedule::Parallel`] schedule (tests

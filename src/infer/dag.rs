@@ -212,17 +212,32 @@ impl Dag {
     /// The same graph with vertex `topological_order()[k]` renamed `k`, so that ids are
     /// topological; returns it with that order (new id → old id).
     pub fn relabeled(&self) -> (Dag, Vec<u32>) {
-        let order = self.topo.clone();
-        let mut new_id = vec![0u32; self.n];
+        self.induced(&vec![true; self.n])
+    }
+
+    /// The subgraph induced by the vertices with `keep[v]`, renamed `0..` in topological order
+    /// (so that its ids are topological); returns it with the renaming (new id → old id).
+    pub fn induced(&self, keep: &[bool]) -> (Dag, Vec<u32>) {
+        assert_eq!(keep.len(), self.n, "one flag per vertex");
+        let order: Vec<u32> = self
+            .topo
+            .iter()
+            .copied()
+            .filter(|&v| keep[v as usize])
+            .collect();
+        let mut new_id = vec![u32::MAX; self.n];
         for (k, &v) in order.iter().enumerate() {
             new_id[v as usize] = k as u32;
         }
-        let edges: Vec<(u32, u32)> = self
-            .edges()
-            .into_iter()
-            .map(|(u, v)| (new_id[u as usize], new_id[v as usize]))
-            .collect();
-        let dag = Dag::from_edges(self.n, &edges).expect("a relabeled DAG is a DAG");
+        let mut edges = Vec::with_capacity(self.par.len());
+        for &v in &order {
+            for &u in self.parents(v) {
+                if keep[u as usize] {
+                    edges.push((new_id[u as usize], new_id[v as usize]));
+                }
+            }
+        }
+        let dag = Dag::from_edges(order.len(), &edges).expect("a subgraph of a DAG is a DAG");
         (dag, order)
     }
 

@@ -62,6 +62,18 @@
 //!
 //! The posterior is `P(x_v = 1 | e) = σ(π_v + Σ_c λ_{c→v})`.
 //!
+//! # Barren vertices
+//!
+//! A vertex with no observation among itself and its descendants is *barren*: every message it
+//! sends to a parent is uniform (`λ_v = 0`, and a factor whose child message is uniform sends
+//! uniform messages up), so it changes no other vertex's marginal. [`loopy_bp`] therefore runs the
+//! iterations on the ancestral set of the evidence only (closed under parents, so its factors are
+//! whole; [`BpOptions::prune_barren`]), and gives each barren `v`, in topological order, its exact marginal
+//! `π_v = f(beliefs of its parents)`: the message `π_{u→v}` of a parent is its belief, because
+//! `λ_{v→u} = 0`. In an EPG most vertices are barren (values that never reach the failure point:
+//! 81 % of the 1.17M vertices of QuixBugs `levenshtein`), so this is most of the speed of
+//! `localize` on large traces. Convergence (iterations, max change) is that of the ancestral set.
+//!
 //! # Schedules
 //!
 //! * [`Schedule::Sequential`]: in place, one iteration = a forward sweep in topological order
@@ -194,6 +206,10 @@ pub struct BpOptions {
     pub schedule: Schedule,
     /// Evaluate the factor messages in the log domain.
     pub log_domain: bool,
+    /// Iterate on the ancestral set of the evidence only and give barren vertices their
+    /// (identical) marginals in one forward pass (see the module docs). Off only as a
+    /// benchmark reference.
+    pub prune_barren: bool,
 }
 
 impl Default for BpOptions {
@@ -204,6 +220,7 @@ impl Default for BpOptions {
             damping: 0.0,
             schedule: Schedule::Sequential,
             log_domain: false,
+            prune_barren: true,
         }
     }
 }

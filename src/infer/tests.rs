@@ -21,6 +21,7 @@ fn opts(schedule: Schedule, log_domain: bool) -> BpOptions {
         damping: 0.0,
         schedule,
         log_domain,
+        prune_barren: true,
     }
 }
 
@@ -157,6 +158,69 @@ fn bp_is_invariant_under_vertex_renaming() {
             vertex: Some(2 - w)
         }
     );
+}
+
+/// BP runs on the ancestral set of the evidence and gives the barren rest its marginals by one
+/// forward pass: that must equal BP on the whole graph (where the barren vertices take part in
+/// every sweep), vertex by vertex, for every schedule and kernel; with no evidence at all, every
+/// vertex is barren and the result is the prior pushed forward.
+#[test]
+fn pruning_barren_vertices_changes_no_marginal() {
+    let mut rng = SplitMix64::new(4242);
+    let cpd = Cpd::default();
+    let mut pruned = 0usize;
+    for trial in 0..60 {
+        let n = 20 + rng.below(300);
+        let dag = random_dag(&mut rng, n, 4);
+        // few observations, some in the middle, so that many vertices are barren
+        let ev = random_evidence(&mut rng, n, if trial % 6 == 0 { 0.0 } else { 0.03 });
+        for o in all_opts() {
+            let o = BpOptions {
+                damping: 0.3,
+                tol: 1e-13,
+                ..o
+            };
+            let whole = loopy_bp(
+                &dag,
+                &cpd,
+                &ev,
+                &BpOptions {
+                    prune_barren: false,
+                    ..o
+                },
+            );
+            let part = loopy_bp(&dag, &cpd, &ev, &o);
+            match (whole, part) {
+                (Ok(a), Ok(b)) => {
+                    assert!(a.convergence.converged && b.convergence.converged);
+                    let d = max_abs_diff(&a.p_incorrect, &b.p_incorrect);
+                    assert!(d < 1e-9, "trial {trial} {o:?}: differs by {d}");
+                }
+                (
+                    Err(InferError::ImpossibleEvidence { .. }),
+                    Err(InferError::ImpossibleEvidence { .. }),
+                ) => {}
+                (a, b) => panic!("trial {trial}: {a:?} vs {b:?}"),
+            }
+        }
+        let mut below = vec![false; n];
+        for v in (0..n).rev() {
+            below[v] = ev[v].is_some() || dag.children(v as u32).iter().any(|&c| below[c as usize]);
+        }
+        pruned += below.iter().filter(|&&r| !r).count();
+    }
+    assert!(
+        pruned > 1000,
+        "the graphs must have barren vertices ({pruned})"
+    );
+    // no evidence: a chain 0 -> 1 -> 2 is its prior pushed forward; k is incorrect only if its
+    // parent is and the edge passes the error on: P(incorrect) = 0.15^(k+1)
+    let chain = Dag::from_edges(3, &[(0, 1), (1, 2)]).unwrap();
+    let m = loopy_bp(&chain, &cpd, &[None; 3], &BpOptions::default()).unwrap();
+    for (k, &p) in m.p_incorrect.iter().enumerate() {
+        let want = 0.15f64.powi(k as i32 + 1);
+        assert!((p - want).abs() < 1e-12, "vertex {k}: {p} vs {want}");
+    }
 }
 
 #[test]
