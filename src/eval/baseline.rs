@@ -183,7 +183,7 @@ pub fn sbfl_stmt_scores(dump: &Dump, formula: Formula) -> Result<StmtScores, Str
     let finite = |x: f64| if x == f64::MAX { f64::INFINITY } else { x };
     Ok(executed
         .into_iter()
-        .map(|s| (s, finite(scores[s as usize])))
+        .map(|s| (s, finite(scores[s as usize]).into()))
         .collect())
 }
 
@@ -283,7 +283,7 @@ pub fn cp_stmt_scores(dump: &Dump) -> Result<StmtScores, String> {
     let mut out = StmtScores::new();
     for (s, &b) in graph.block_of.iter().enumerate().take(n) {
         if let Some(score) = result.blocks[b as usize].score {
-            out.insert(s as StmtId, score);
+            out.insert(s as StmtId, score.into());
         }
     }
     Ok(out)

@@ -24,7 +24,7 @@ use crate::forward::{Premises, TraceView, Vertex};
 use crate::infer::{self, BpOptions, Convergence, Cpd, Dag, Marginals};
 use crate::pipeline::Rules;
 use cfx::{CfxOutcome, Experiment, ExperimentResult, RunOptions};
-use ranking::{Granularity, Ranked, StmtScores};
+use ranking::{Granularity, Ranked, Score, StmtScores};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -248,7 +248,10 @@ impl Model {
             .iter()
             .enumerate()
             .filter_map(|(i, v)| match v {
-                Vertex::Stmt(s) => Some((*s, m.p_incorrect[i])),
+                Vertex::Stmt(s) => Some((
+                    *s,
+                    Score::probability(m.p_incorrect[i], m.log_odds_incorrect[i]),
+                )),
                 _ => None,
             })
             .collect()

@@ -6,7 +6,9 @@
 //! 3-address statement). **Method rule** (`--granularity method`, Table 4): a method's score is
 //! its most suspicious statement's. Ties are kept: entries with equal scores (to 12 significant
 //! digits) share a rank, numbered like sports results (1, 2, 2, 4); the order inside a tie is by
-//! file, then line, only for stable output.
+//! file, then line, only for stable output. A probability too small for `f64`
+//! (below [`TAIL`], e.g. `Pr(¬l | e)` of a statement that thousands of passing values vouch for)
+//! is ordered by its logarithm, which BP keeps finite, so underflow never makes a tie.
 
 use std::collections::BTreeMap;
 
@@ -34,7 +36,51 @@ pub struct Ranked {
 }
 
 /// Scores per statement (only executed `app` statements appear).
-pub type StmtScores = BTreeMap<StmtId, f64>;
+pub type StmtScores = BTreeMap<StmtId, Score>;
+
+/// Below this a score is ordered by [`Score::tail`] (probabilities lose precision from 1e-308).
+pub const TAIL: f64 = 1e-200;
+
+/// A statement's suspiciousness: the reported `value` (a probability for PROSECUTOR, a formula's
+/// value for a baseline) and, for values below [`TAIL`], `tail`, a number that orders them
+/// (PROSECUTOR: the natural logarithm of the probability; baselines: 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Score {
+    pub value: f64,
+    pub tail: f64,
+}
+
+impl From<f64> for Score {
+    fn from(value: f64) -> Score {
+        Score { value, tail: 0.0 }
+    }
+}
+
+impl Score {
+    /// A probability `p = σ(l)` given with its log-odds `l` (the tail is `ln σ(l)`).
+    pub fn probability(p: f64, l: f64) -> Score {
+        // ln σ(l) = -ln(1 + e^{-l}), stable for both signs.
+        let ln_p = if l > 0.0 {
+            -(-l).exp().ln_1p()
+        } else {
+            l - l.exp().ln_1p()
+        };
+        Score {
+            value: p,
+            tail: ln_p,
+        }
+    }
+
+    /// The sort key: equal keys tie (12 significant digits).
+    fn key(&self) -> (f64, f64) {
+        let tail = if self.value.abs() < TAIL {
+            round12(self.tail)
+        } else {
+            0.0
+        };
+        (round12(self.value), tail)
+    }
+}
 
 pub fn round12(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
@@ -47,7 +93,7 @@ pub fn round12(x: f64) -> f64 {
 /// Aggregates statement scores into ranked entries.
 pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
     // (file, line, statement or method) → (best score, its method, statements)
-    type Group = (f64, String, Vec<String>);
+    type Group = (Score, String, Vec<String>);
     let mut groups: BTreeMap<(String, u32, String), Group> = BTreeMap::new();
     for (&s, &score) in scores {
         let st = &dump.stmts[s as usize];
@@ -68,56 +114,52 @@ pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
                 (st.file.clone(), first, m.id.clone())
             }
         };
-        let e = groups
-            .entry(key)
-            .or_insert((f64::NEG_INFINITY, String::new(), Vec::new()));
-        if score > e.0 {
+        let e = groups.entry(key).or_insert((
+            Score::from(f64::NEG_INFINITY),
+            String::new(),
+            Vec::new(),
+        ));
+        let better = score.value > e.0.value || (score.value == e.0.value && score.tail > e.0.tail);
+        if better || e.1.is_empty() {
             e.0 = score;
             e.1 = m.id.clone();
         }
         e.2.push(st.id.clone());
     }
-    let mut v: Vec<Ranked> = groups
+    let mut v: Vec<((f64, f64), Ranked)> = groups
         .into_iter()
-        .map(|((file, line, _), (score, method, statements))| Ranked {
-            rank: 0,
-            file,
-            line,
-            score,
-            method,
-            statements,
+        .map(|((file, line, _), (score, method, statements))| {
+            let r = Ranked {
+                rank: 0,
+                file,
+                line,
+                score: score.value,
+                method,
+                statements,
+            };
+            (score.key(), r)
         })
         .collect();
-    v.sort_by(|a, b| {
-        round12(b.score)
-            .total_cmp(&round12(a.score))
+    v.sort_by(|(ka, a), (kb, b)| {
+        (kb.0.total_cmp(&ka.0))
+            .then(kb.1.total_cmp(&ka.1))
             .then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line)))
     });
-    assign_ranks(&mut v, |r| round12(r.score));
+    let keys: Vec<(f64, f64)> = v.iter().map(|x| x.0).collect();
+    let mut v: Vec<Ranked> = v.into_iter().map(|x| x.1).collect();
+    assign_ranks(&mut v, &keys);
     v
 }
 
-/// Competition ranking over an already sorted list: equal keys share the smallest rank.
-pub fn assign_ranks<T: HasRank>(v: &mut [T], key: impl Fn(&T) -> f64) {
-    let mut prev: Option<f64> = None;
-    let mut rank = 0;
-    for (i, r) in v.iter_mut().enumerate() {
-        let k = key(r);
-        if prev != Some(k) {
-            rank = i + 1;
-            prev = Some(k);
-        }
-        r.set_rank(rank);
-    }
-}
-
-pub trait HasRank {
-    fn set_rank(&mut self, r: usize);
-}
-
-impl HasRank for Ranked {
-    fn set_rank(&mut self, r: usize) {
-        self.rank = r;
+/// Competition ranks (1, 2, 2, 4) of the entries of `out`, sorted by `keys`: equal keys share
+/// the smallest rank.
+fn assign_ranks<K: PartialEq>(out: &mut [Ranked], keys: &[K]) {
+    for i in 0..out.len() {
+        out[i].rank = if i > 0 && keys[i] == keys[i - 1] {
+            out[i - 1].rank
+        } else {
+            i + 1
+        };
     }
 }
 
@@ -162,12 +204,49 @@ pub fn aggregate(f: &[Ranked], fp: &[Ranked], g: Granularity) -> Vec<Ranked> {
     });
     let keys: Vec<(usize, usize)> = v.iter().map(|x| x.0).collect();
     let mut out: Vec<Ranked> = v.into_iter().map(|x| x.1).collect();
-    let mut rank = 0;
-    for i in 0..out.len() {
-        if i == 0 || keys[i] != keys[i - 1] {
-            rank = i + 1;
-        }
-        out[i].rank = rank;
-    }
+    assign_ranks(&mut out, &keys);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(l: f64) -> Score {
+        Score::probability(1.0 / (1.0 + (-l).exp()), l)
+    }
+
+    /// Probabilities that underflow (a statement vouched for by thousands of passing values)
+    /// still order by their log-odds; equal ones tie; above the tail only the value counts.
+    #[test]
+    fn underflowing_probabilities_order_by_their_logarithm() {
+        let (a, b) = (p(-2000.0), p(-3000.0));
+        assert_eq!((a.value, b.value), (0.0, 0.0));
+        assert!(a.key() > b.key());
+        assert_eq!(p(-2000.0).key(), a.key());
+        assert!(p(-10.0).key() > a.key());
+        assert!(p(2.0).key() > p(1.0).key());
+        // ln σ(l) is accurate on both sides
+        assert!((p(-3000.0).tail + 3000.0).abs() < 1e-9);
+        assert!((p(3.0).tail - (1.0f64 / (1.0 + (-3.0f64).exp())).ln()).abs() < 1e-15);
+        // baselines: no tail, plain values (12 significant digits)
+        assert_eq!(Score::from(0.3).key(), Score::from(0.3 + 1e-15).key());
+        assert!(Score::from(0.3).key() > Score::from(0.2).key());
+    }
+
+    #[test]
+    fn competition_ranks_share_the_smallest_rank() {
+        let r = |line| Ranked {
+            rank: 0,
+            file: "f.py".into(),
+            line,
+            score: 0.0,
+            method: String::new(),
+            statements: Vec::new(),
+        };
+        let mut v: Vec<Ranked> = (1..=5).map(r).collect();
+        assign_ranks(&mut v, &[3, 2, 2, 1, 1]);
+        let ranks: Vec<usize> = v.iter().map(|x| x.rank).collect();
+        assert_eq!(ranks, vec![1, 2, 2, 4, 4]);
+    }
 }
