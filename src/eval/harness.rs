@@ -103,6 +103,9 @@ pub struct Run {
     pub located: Option<Located>,
     pub seconds: f64,
     pub error: Option<String>,
+    /// PROSECUTOR's inference runs that did not converge (model, phase, final change,
+    /// iterations); empty when all converged, and for baselines.
+    pub not_converged: Vec<String>,
 }
 
 /// One case: every technique, or the reason the case could not be evaluated.
@@ -286,8 +289,10 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
     let mut runs = Vec::new();
     for tech in Tech::all() {
         let start = Instant::now();
-        let ranking: Result<Vec<Ranked>, String> = match tech {
-            Tech::Baseline(t) => baseline_ranking(&dump, t, Granularity::Line),
+        let ranking: Result<(Vec<Ranked>, Vec<String>), String> = match tech {
+            Tech::Baseline(t) => {
+                baseline_ranking(&dump, t, Granularity::Line).map(|r| (r, Vec::new()))
+            }
             Tech::Prosecutor(v) => {
                 let mut o = Options {
                     granularity: Granularity::Line,
@@ -317,23 +322,37 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
                                 eprintln!("warning: cannot write {}: {e}", path.display());
                             }
                         }
-                        r.ranking
+                        let nc = r
+                            .convergence
+                            .runs
+                            .iter()
+                            .filter(|c| !c.converged)
+                            .map(|c| {
+                                format!(
+                                    "{} {}: max change {:.3e} after {} iterations",
+                                    c.model, c.phase, c.max_change, c.iterations
+                                )
+                            })
+                            .collect();
+                        (r.ranking, nc)
                     })
             }
         };
         let seconds = start.elapsed().as_secs_f64();
         runs.push(match ranking {
-            Ok(r) => Run {
+            Ok((r, not_converged)) => Run {
                 tech,
                 located: Some(locate(&scope(r), &case.fault)),
                 seconds,
                 error: None,
+                not_converged,
             },
             Err(e) => Run {
                 tech,
                 located: None,
                 seconds,
                 error: Some(e),
+                not_converged: Vec::new(),
             },
         });
     }

@@ -195,9 +195,23 @@ pub fn summary_md(manifest_name: &str, results: &[CaseResult]) -> String {
                     Some(l) => format!("{}/{}", l.pessimistic(), l.n_lines),
                 },
             };
+            // a ranking from marginals that did not converge is marked
+            let cell = match run_of(c, t) {
+                Some(r) if !r.not_converged.is_empty() && r.located.is_some() => {
+                    format!("{cell} ⚠")
+                }
+                _ => cell,
+            };
             let _ = write!(s, " {cell} |");
         }
         s.push('\n');
+    }
+    let nc = non_convergence_list(results);
+    if !nc.is_empty() {
+        let _ = write!(
+            s,
+            "\n## Inference that did not converge (⚠: the ranking comes from the last iteration)\n\n{nc}"
+        );
     }
     let errs = error_list(results);
     if !errs.is_empty() {
@@ -214,26 +228,45 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// `cases.csv`: one row per case × technique.
+/// Inference runs that did not converge, one line each (their rankings still count).
+pub fn non_convergence_list(results: &[CaseResult]) -> String {
+    let mut s = String::new();
+    for c in results {
+        for r in &c.runs {
+            for n in &r.not_converged {
+                let _ = writeln!(s, "- `{}` / {}: {n}", c.name, r.tech.id());
+            }
+        }
+    }
+    s
+}
+
+/// `cases.csv`: one row per case × technique (`converged`: `yes`/`no` for PROSECUTOR runs that
+/// produced a ranking, empty otherwise).
 pub fn cases_csv(results: &[CaseResult]) -> String {
     let mut s = String::from(
-        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error\n",
+        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,converged,error\n",
     );
     for c in results {
         for t in Tech::all() {
             let name = csv_field(&c.name);
             match (&c.error, run_of(c, t)) {
                 (Some(e), _) => {
-                    let _ = writeln!(s, "{name},{},,,,,,{}", t.id(), csv_field(&one_line(e)));
+                    let _ = writeln!(s, "{name},{},,,,,,,{}", t.id(), csv_field(&one_line(e)));
                 }
                 (None, None) => {
-                    let _ = writeln!(s, "{name},{},,,,,,not run", t.id());
+                    let _ = writeln!(s, "{name},{},,,,,,,not run", t.id());
                 }
                 (None, Some(r)) => match &r.located {
                     Some(l) => {
+                        let converged = match (t, r.not_converged.is_empty()) {
+                            (Tech::Baseline(_), _) => "",
+                            (_, true) => "yes",
+                            (_, false) => "no",
+                        };
                         let _ = writeln!(
                             s,
-                            "{name},{},{},{},{},{},{:.3},",
+                            "{name},{},{},{},{},{},{:.3},{converged},",
                             t.id(),
                             l.pessimistic(),
                             fmt_pos(l.average()),
@@ -245,7 +278,7 @@ pub fn cases_csv(results: &[CaseResult]) -> String {
                     None => {
                         let _ = writeln!(
                             s,
-                            "{name},{},,,,,{:.3},{}",
+                            "{name},{},,,,,{:.3},,{}",
                             t.id(),
                             r.seconds,
                             csv_field(&one_line(r.error.as_deref().unwrap_or("")))
@@ -426,7 +459,67 @@ pub fn topk_svg(results: &[CaseResult]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::fmt_avg;
+    use super::*;
+    use crate::eval::baseline::Technique;
+    use crate::eval::harness::Variant;
+    use crate::eval::score::{locate, FaultyLines};
+    use crate::localize::ranking::Ranked;
+
+    /// A ranking computed from marginals that did not converge still counts, but is marked in
+    /// the per-case table, listed with its final change, and `no` in cases.csv.
+    #[test]
+    fn rankings_from_unconverged_inference_are_marked() {
+        let ranked = |line, rank| Ranked {
+            rank,
+            file: "a.py".into(),
+            line,
+            score: 0.5,
+            method: "f".into(),
+            statements: Vec::new(),
+        };
+        let fault = [FaultyLines::parse("a.py:7").unwrap()];
+        let located = locate(&[ranked(7, 1), ranked(3, 2)], &fault);
+        let run = |tech, nc: &[&str]| Run {
+            tech,
+            located: Some(located.clone()),
+            seconds: 0.5,
+            error: None,
+            not_converged: nc.iter().map(|x| x.to_string()).collect(),
+        };
+        let results = [CaseResult {
+            name: "c".into(),
+            kind: None,
+            error: None,
+            trace_seconds: 0.0,
+            runs: vec![
+                run(
+                    Tech::Prosecutor(Variant::Full),
+                    &["F∪P initial: max change 1.280e-1 after 2000 iterations"],
+                ),
+                run(Tech::Prosecutor(Variant::F), &[]),
+                run(Tech::Baseline(Technique::all()[0]), &[]),
+            ],
+        }];
+        let md = summary_md("m", &results);
+        assert!(md.contains("| c | 1/2 ⚠ |"), "{md}");
+        assert!(
+            md.contains(
+                "- `c` / prosecutor: F∪P initial: max change 1.280e-1 after 2000 iterations"
+            ),
+            "{md}"
+        );
+        let csv = cases_csv(&results);
+        let conv = |tech: &str| {
+            csv.lines()
+                .find(|l| l.starts_with(&format!("c,{tech},")))
+                .map(|l| l.split(',').nth(7).unwrap().to_owned())
+        };
+        assert_eq!(conv("prosecutor").as_deref(), Some("no"));
+        assert_eq!(conv("prosecutor-f").as_deref(), Some("yes"));
+        assert_eq!(conv(Technique::all()[0].name()).as_deref(), Some(""));
+        // the technique table counts the run normally (a top-1 hit)
+        assert_eq!(summarize(&results)[0].hits[0], 1);
+    }
 
     #[test]
     fn averages_print_without_negative_zero() {

@@ -69,16 +69,16 @@ pub(crate) fn redact_times(md: &str) -> String {
         .join("\n")
 }
 
-/// Rows of cases.csv as (case, technique) → (pessimistic, average, exam, n_lines, error).
+/// Rows of cases.csv: case, technique, pessimistic, average, exam, n_lines, seconds, converged, error.
 pub(crate) fn csv_rows(out: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(out.join("cases.csv")).unwrap();
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,error"
+        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,converged,error"
     );
     lines
-        .map(|l| l.splitn(8, ',').map(str::to_owned).collect())
+        .map(|l| l.splitn(9, ',').map(str::to_owned).collect())
         .collect()
 }
 
@@ -109,6 +109,15 @@ fn fixtures_summary() {
 
     let rows = csv_rows(&out);
     assert_eq!(rows.len(), 5 * 13);
+    // every PROSECUTOR inference on the fixtures converges; baselines have no such column
+    for r in rows.iter().filter(|r| !r[2].is_empty()) {
+        let want = if r[1].starts_with("prosecutor") {
+            "yes"
+        } else {
+            ""
+        };
+        assert_eq!(r[7], want, "{r:?}");
+    }
     // Fig. 3: every technique puts line 22 first (alone)
     for r in rows.iter().filter(|r| r[0] == "leftpad_fig3") {
         assert_eq!((r[2].as_str(), r[3].as_str()), ("1", "1"), "{r:?}");
@@ -126,7 +135,7 @@ fn fixtures_summary() {
     assert!(p[2].parse::<f64>().unwrap() < 13.0, "{p:?}");
     // CP is singular on the while(true) loop: a technique error, not a case failure
     let cp = row(&rows, "while_true_fig6", "cp");
-    assert!(cp[2].is_empty() && cp[7].contains("singular"), "{cp:?}");
+    assert!(cp[2].is_empty() && cp[8].contains("singular"), "{cp:?}");
 
     let svg = std::fs::read_to_string(out.join("topk.svg")).unwrap();
     assert!(
@@ -213,7 +222,7 @@ fn bad_entries_are_reported_per_case() {
     assert_eq!(row(&rows, "good", "prosecutor")[2], "1");
     let bad = row(&rows, "missing_dump", "ochiai");
     assert!(
-        bad[2].is_empty() && bad[7].contains("no-such-dump"),
+        bad[2].is_empty() && bad[8].contains("no-such-dump"),
         "{bad:?}"
     );
     // the good case's top-1 counts, the failed ones are excluded

@@ -71,7 +71,7 @@ fn python_fixtures_eval() {
             .iter()
             .find(|r| r[0] == case && r[1] == "prosecutor-nocfx")
             .unwrap_or_else(|| panic!("{case} missing"));
-        assert_eq!(r[7], "", "{case}: {}", r[7]);
+        assert_eq!(r[8], "", "{case}: {}", r[8]);
         let pos: usize = r[2].parse().unwrap();
         assert_eq!(
             pos, want,
