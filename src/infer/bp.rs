@@ -38,6 +38,9 @@ pub(crate) const MIN_BLOCK_WORK: usize = 1 << 14;
 /// enough for load balance on a few cores, few enough that most messages stay inside a block).
 pub(crate) const MAX_BLOCKS: usize = 32;
 
+/// Damping mixes in probability space only below these log-odds (probabilities above ~1e-130).
+const PROB_DAMP_MAX: f64 = 300.0;
+
 /// Clamp log-odds of an observation (`Some(true)` = correct).
 #[inline]
 fn clamp_of(obs: bool) -> f64 {
@@ -83,9 +86,12 @@ fn damp(
         return ((b / a).ln(), (b - b_old).abs());
     }
     let new = if is_ratio { new.ln() } else { new };
+    // Probability space cannot hold the log-odds of very certain messages (a statement vouched
+    // for by thousands of passing values): those are damped in log-odds, like the log domain's.
+    let huge = |l: f64| l.is_finite() && l.abs() > PROB_DAMP_MAX;
     let stored = if damping == 0.0 {
         new
-    } else if log_domain {
+    } else if log_domain || huge(new) || huge(old) {
         (1.0 - damping) * new + damping * old
     } else {
         let (a_new, b_new) = sig_pair(new);

@@ -3,12 +3,18 @@
 
 use super::InferError;
 
-/// Finite log-odds sent by variables are clipped to `±CLIP` (probabilities below ~1e-304 become
-/// 1e-304); only evidence produces `±∞`.
-pub(crate) const CLIP: f64 = 700.0;
+/// Finite log-odds sent by variables are kept finite (clipped to `±CLIP`, far beyond anything
+/// evidence can produce); only evidence produces `±∞`. They are *not* clipped to what a
+/// probability can hold: a statement that 100,000 passing values vouch for has log-odds about
+/// -16,000, and a failure that only such statements can explain must still be explained by the
+/// least vouched-for one (the log kernel keeps those magnitudes exactly).
+pub(crate) const CLIP: f64 = 1e300;
 
-/// Below this product of `c_u` the linear kernel switches to the log kernel (underflow guard).
-const TINY: f64 = 1e-250;
+/// The linear kernel is used only where its products stay far from underflow: every incoming
+/// log-odds within `±LIN_MAX` (probabilities above ~5e-131), and the product of the `c_u` above
+/// `TINY`; elsewhere the log kernel, which is exact for any magnitude.
+const LIN_MAX: f64 = 300.0;
+const TINY: f64 = 1e-150;
 
 /// Logistic function `1 / (1 + e^{-l})`, exact at `±∞`.
 #[inline]
@@ -76,6 +82,7 @@ pub(crate) struct FactorKernel {
     p: f64,
     q: f64,
     ln_p: f64,
+    ln_q: f64,
     log_domain: bool,
     /// Message `f_v → v` of a root: `ln((1 - prior) / prior)`.
     pub(crate) root_pi: f64,
@@ -96,6 +103,7 @@ impl FactorKernel {
             p,
             q: 1.0 - p,
             ln_p: p.ln(),
+            ln_q: (1.0 - p).ln(),
             log_domain,
             root_pi: (1.0 - prior).ln() - prior.ln(),
         }
@@ -115,18 +123,21 @@ impl FactorKernel {
         (c_all, d_all)
     }
 
-    /// `ln c_u` for a parent message `l`, where `c_u = (1 - b) + p·b`, `b = σ(l)`.
+    /// Whether the linear kernel is accurate for these messages (see [`LIN_MAX`]).
     #[inline]
-    fn ln_c(&self, l: f64) -> f64 {
-        if self.p == 0.0 {
-            -softplus(l)
-        } else if l <= 0.0 {
-            let t = l.exp();
-            (self.p * t).ln_1p() - t.ln_1p()
-        } else {
-            let t = (-l).exp();
-            (self.p + t).ln() - t.ln_1p()
-        }
+    fn linear_ok(&self, parents: &[f64]) -> bool {
+        !self.log_domain
+            && parents
+                .iter()
+                .all(|&l| l.is_infinite() || l.abs() <= LIN_MAX)
+    }
+
+    /// `(ln c_u, ln d_u)` of a parent message `l`: `c_u = (1 - b) + p·b`, `d_u = q·b`, `b = σ(l)`,
+    /// for any `l` (`±∞` included).
+    #[inline]
+    fn ln_c_d(&self, l: f64) -> (f64, f64) {
+        let (ln_a, ln_b) = (-softplus(l), -softplus(-l));
+        (log_add_exp(ln_a, self.ln_p + ln_b), self.ln_q + ln_b)
     }
 
     /// Message `f_v → v` (log-odds) given the parents' messages `π_{u→v}` (log-odds).
@@ -142,15 +153,22 @@ impl FactorKernel {
         if parents.is_empty() {
             return (self.root_pi, false);
         }
-        if !self.log_domain {
+        if self.linear_ok(parents) {
             let (c_all, d_all) = self.c_d(parents);
             if c_all >= TINY {
                 let r = d_all / c_all;
                 return if ratio { (r, true) } else { (r.ln(), false) };
             }
         }
-        let big_l: f64 = parents.iter().map(|&l| self.ln_c(l)).sum();
-        ((-big_l.exp_m1()).ln() - big_l, false)
+        // Log kernel: ln C = Σ ln c_u, ln D = ln Σ_u (Π_{u' < u} c_u') d_u (a sum of positive
+        // terms, so D = 1 - C keeps its precision however small it is).
+        let (mut ln_c, mut ln_d) = (0.0f64, f64::NEG_INFINITY);
+        for &l in parents {
+            let (lc, ld) = self.ln_c_d(l);
+            ln_d = log_add_exp(ln_d, ln_c + ld);
+            ln_c += lc;
+        }
+        (ln_d - ln_c, false)
     }
 
     /// [`Self::pi_out`] where it is `±∞` or NaN (a certain or impossible factor message); some
@@ -191,7 +209,7 @@ impl FactorKernel {
             return false;
         }
         let (alpha, beta) = sig_pair(child);
-        if !self.log_domain {
+        if self.linear_ok(parents) && (child.is_infinite() || child.abs() <= LIN_MAX) {
             // prefix products P_i = Π_{j<i} c_j and complements Dp_i = 1 - P_i.
             s.a.clear();
             s.b.clear();
@@ -228,27 +246,35 @@ impl FactorKernel {
                 return ratio;
             }
         }
-        // Log domain: prefix sums of ln c.
-        let la = -softplus(child);
-        let lb = -softplus(-child);
+        // Log kernel, exact for any magnitude: prefix ln P_i, ln Dp_i; suffix ln S_{i+1},
+        // ln Ds_{i+1} (Ds_i = d_i + c_i·Ds_{i+1}); C_{¬i} = P_i·S_{i+1}, D_{¬i} = Dp_i + P_i·Ds_{i+1}.
+        let (ln_alpha, ln_beta) = (-softplus(child), -softplus(-child));
         s.a.clear();
+        s.b.clear();
         s.c.clear();
-        let mut acc = 0.0f64;
+        s.d.clear();
+        let (mut ln_pc, mut ln_pd) = (0.0f64, f64::NEG_INFINITY);
         for &l in parents {
-            s.a.push(acc);
-            let lc = self.ln_c(l);
+            s.a.push(ln_pc);
+            s.b.push(ln_pd);
+            let (lc, ld) = self.ln_c_d(l);
             s.c.push(lc);
-            acc += lc;
+            s.d.push(ld);
+            ln_pd = log_add_exp(ln_pd, ln_pc + ld);
+            ln_pc += lc;
         }
-        let mut suf = 0.0f64;
+        let (mut ln_sc, mut ln_sd) = (0.0f64, f64::NEG_INFINITY);
         for i in (0..k).rev() {
-            let big_l = s.a[i] + suf;
-            let ln_d = (-big_l.exp_m1()).ln();
-            let ln_one_minus_pc = (-(big_l + self.ln_p).exp_m1()).ln();
-            let lm0 = log_add_exp(lb + ln_d, la + big_l);
-            let lm1 = log_add_exp(lb + ln_one_minus_pc, la + self.ln_p + big_l);
+            let ln_c_loo = s.a[i] + ln_sc;
+            let ln_d_loo = log_add_exp(s.b[i], s.a[i] + ln_sd);
+            let lm0 = log_add_exp(ln_beta + ln_d_loo, ln_alpha + ln_c_loo);
+            let lm1 = log_add_exp(
+                ln_beta + log_add_exp(ln_d_loo, self.ln_q + ln_c_loo),
+                ln_alpha + self.ln_p + ln_c_loo,
+            );
             out[i] = lm1 - lm0;
-            suf += s.c[i];
+            ln_sd = log_add_exp(s.d[i], s.c[i] + ln_sd);
+            ln_sc += s.c[i];
         }
         false
     }

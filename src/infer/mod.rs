@@ -30,9 +30,13 @@
 //! ```
 //!
 //! (the leave-one-out sums use prefix/suffix sums, so `+∞` and `-∞` never meet unless the
-//! evidence is contradictory; observed variables send their clamp `±∞`). Finite outgoing log-odds
-//! are clipped to `±700`, i.e. probabilities below ~1e-304 are treated as 1e-304 and certainty
-//! only ever comes from evidence.
+//! evidence is contradictory; observed variables send their clamp `±∞`). Finite log-odds stay
+//! finite and keep their magnitude, however far beyond what an `f64` probability can hold: a
+//! statement that 100,000 passing values vouch for has log-odds of about -16,000, and when a
+//! failure can only be explained by such statements, the least vouched-for one must still come
+//! out as the cause (`heavily_vouched_statements_keep_their_magnitudes`; an earlier version
+//! clipped at ±700 and made every such statement look certainly correct). Certainty only ever
+//! comes from evidence.
 //!
 //! Factor-to-variable messages exploit the noisy-OR structure (Pearl 1988 §4.3.2; Díez 1993).
 //! Normalise each incoming parent message to `(1 - b_u, b_u)` with `b_u = σ(π_{u→v})` and let
@@ -55,10 +59,12 @@
 //! costs O(k) for k parents, with no division (a `c_w` may be 0 when `p = 0`). The complements
 //! `1 - C` are accumulated as sums of non-negative terms (`1 - P·c = (1 - P) + P·(1 - c)`), which
 //! avoids cancellation when all parents are almost surely correct. With
-//! [`BpOptions::log_domain`] the same equations are evaluated on `ln c_u` (prefix/suffix *sums*),
-//! with `1 - C = -expm1(ln C)` and log-sum-exp for the two-term sums; the linear kernel also falls
-//! back to the log kernel whenever a product gets close to underflow (vertices with thousands of
-//! parents). Roots send the constant `π_v = ln((1 - prior)/prior)`.
+//! [`BpOptions::log_domain`] the same equations are evaluated on logarithms: prefix/suffix sums
+//! of `ln c_u`, and `ln D` as a log-sum-exp of the same non-negative terms
+//! (`D = Σ_u (Π_{u' < u} c_u')·q·b_u`, with `ln b_u = -softplus(-ℓ_u)`), which is exact for any
+//! magnitude of the incoming log-odds. The linear kernel is used only where its products stay far
+//! from underflow (every incoming log-odds within ±300, `C` above 1e-150) and hands everything
+//! else to the log kernel. Roots send the constant `π_v = ln((1 - prior)/prior)`.
 //!
 //! The posterior is `P(x_v = 1 | e) = σ(π_v + Σ_c λ_{c→v})`.
 //!
@@ -94,7 +100,8 @@
 //! iterations (setup, constant messages, beliefs) run in parallel for every schedule.
 //!
 //! Damping mixes each new factor-to-variable message with its previous value (in probability space,
-//! or in log-odds when `log_domain`). The reported `max_change` is the largest absolute change of a
+//! or in log-odds when `log_domain` or when either value's log-odds exceed ±300, which
+//! probability space cannot hold). The reported `max_change` is the largest absolute change of a
 //! factor-to-variable message (and, for the block schedule, of a variable-to-factor message that
 //! crosses a block boundary, as it is read one iteration late), in probability, during the last
 //! iteration; BP stops when it drops below `tol`, or after `max_iter` iterations (then

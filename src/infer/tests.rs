@@ -1105,3 +1105,49 @@ fn parallel_schedules_agree_with_sequential_on_synthetic_epgs() {
         "{r:?}"
     );
 }
+
+/// A failure that only two heavily vouched-for statements can explain (S1 with 5,000 observed
+/// correct children, S2 with 10,000): exactly (closed form below), S1 is the cause with log-odds
+/// about +812 and S2 is not, about -812: 5,000 more passing values at ln 0.85 each. BP is exact
+/// on this polytree, so it must reproduce those magnitudes, beyond what an `f64` probability
+/// holds (a kernel that clips log-odds at ±700 makes the two statements look alike).
+#[test]
+fn heavily_vouched_statements_keep_their_magnitudes() {
+    let (n1, n2) = (5000usize, 10000usize);
+    // 0 = S1, 1 = S2, 2 = F (parents S1, S2), then the children
+    let mut edges = vec![(0u32, 2u32), (1, 2)];
+    let mut ev = vec![None, None, Some(false)];
+    for i in 0..n1 + n2 {
+        let v = (3 + i) as u32;
+        edges.push((if i < n1 { 0 } else { 1 }, v));
+        ev.push(Some(true));
+    }
+    let dag = Dag::from_edges(ev.len(), &edges).unwrap();
+    let cpd = Cpd::default();
+    let (p, prior) = (cpd.p, cpd.prior);
+    // ln weight of (x1, x2): Π_i (x_i ? (1-prior)·p^{N_i} : prior) · (1 - p^{x1+x2})
+    let lw = |x1: bool, x2: bool| {
+        let f = |x: bool, n: usize| {
+            if x {
+                (1.0 - prior).ln() + n as f64 * p.ln()
+            } else {
+                prior.ln()
+            }
+        };
+        let k = x1 as i32 + x2 as i32;
+        f(x1, n1) + f(x2, n2) + (1.0 - p.powi(k)).ln()
+    };
+    let lse = |a: f64, b: f64| a.max(b) + (-(a - b).abs()).exp().ln_1p();
+    // log-odds of S2 incorrect: ln[w(0,1) + w(1,1)] - ln[w(1,0)]  (w(0,0) = 0)
+    let want2 = lse(lw(false, true), lw(true, true)) - lw(true, false);
+    let want1 = lse(lw(true, false), lw(true, true)) - lw(false, true);
+    assert!(want2 < -800.0 && want1 > 800.0, "{want1} {want2}");
+    for log_domain in [false, true] {
+        let m = loopy_bp(&dag, &cpd, &ev, &opts(Schedule::Sequential, log_domain)).unwrap();
+        let (l1, l2) = (m.log_odds_incorrect[0], m.log_odds_incorrect[1]);
+        assert!(
+            (l1 - want1).abs() < 1e-6 * want1.abs() && (l2 - want2).abs() < 1e-6 * want2.abs(),
+            "log_domain {log_domain}: S1 {l1} (exact {want1}), S2 {l2} (exact {want2})"
+        );
+    }
+}
