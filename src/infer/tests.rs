@@ -321,10 +321,10 @@ fn factor_messages_log_brute_force(p: f64, parents: &[f64], child: f64) -> (f64,
         let all: f64 = (0..k).map(ln_m).sum();
         to0.push(ln_f0 + all);
         to1.push(ln_f1 + all);
-        for i in 0..k {
+        for (i, m) in par.iter_mut().enumerate() {
             let rest: f64 = (0..k).filter(|&j| j != i).map(ln_m).sum();
             let x = (cfg >> i & 1) as usize;
-            par[i][x].push(lse(&[ln_alpha + ln_f0, ln_beta + ln_f1]) + rest);
+            m[x].push(lse(&[ln_alpha + ln_f0, ln_beta + ln_f1]) + rest);
         }
     }
     (
