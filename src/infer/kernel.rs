@@ -56,6 +56,13 @@ pub(crate) fn softplus(x: f64) -> f64 {
     }
 }
 
+/// `ln σ(l)`, the log-probability of a log-odds `l`, stable for any `l` (finite for finite `l`
+/// where `σ(l)` itself underflows).
+#[inline]
+pub fn ln_sigmoid(l: f64) -> f64 {
+    -softplus(-l)
+}
+
 /// `ln(e^a + e^b)` with `-∞` handled.
 #[inline]
 fn log_add_exp(a: f64, b: f64) -> f64 {
@@ -136,7 +143,7 @@ impl FactorKernel {
     /// for any `l` (`±∞` included).
     #[inline]
     fn ln_c_d(&self, l: f64) -> (f64, f64) {
-        let (ln_a, ln_b) = (-softplus(l), -softplus(-l));
+        let (ln_a, ln_b) = (ln_sigmoid(-l), ln_sigmoid(l));
         (log_add_exp(ln_a, self.ln_p + ln_b), self.ln_q + ln_b)
     }
 
@@ -248,7 +255,7 @@ impl FactorKernel {
         }
         // Log kernel, exact for any magnitude: prefix ln P_i, ln Dp_i; suffix ln S_{i+1},
         // ln Ds_{i+1} (Ds_i = d_i + c_i·Ds_{i+1}); C_{¬i} = P_i·S_{i+1}, D_{¬i} = Dp_i + P_i·Ds_{i+1}.
-        let (ln_alpha, ln_beta) = (-softplus(child), -softplus(-child));
+        let (ln_alpha, ln_beta) = (ln_sigmoid(-child), ln_sigmoid(child));
         s.a.clear();
         s.b.clear();
         s.c.clear();

@@ -303,9 +303,8 @@ fn factor_messages_log_brute_force(p: f64, parents: &[f64], child: f64) -> (f64,
         }
         m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
     };
-    let ln_sig = |l: f64| -kernel::softplus(-l); // ln σ(l)
     let k = parents.len();
-    let (ln_alpha, ln_beta) = (ln_sig(-child), ln_sig(child));
+    let (ln_alpha, ln_beta) = (ln_sigmoid(-child), ln_sigmoid(child));
     let (mut to0, mut to1) = (Vec::new(), Vec::new());
     let mut par: Vec<[Vec<f64>; 2]> = vec![[Vec::new(), Vec::new()]; k];
     for cfg in 0u32..(1 << k) {
@@ -313,9 +312,9 @@ fn factor_messages_log_brute_force(p: f64, parents: &[f64], child: f64) -> (f64,
         let (ln_f0, ln_f1) = (w * p.ln(), (1.0 - p.powf(w)).ln());
         let ln_m = |i: usize| {
             if cfg >> i & 1 == 1 {
-                ln_sig(parents[i])
+                ln_sigmoid(parents[i])
             } else {
-                ln_sig(-parents[i])
+                ln_sigmoid(-parents[i])
             }
         };
         let all: f64 = (0..k).map(ln_m).sum();

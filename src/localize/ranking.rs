@@ -59,15 +59,9 @@ impl From<f64> for Score {
 impl Score {
     /// A probability `p = σ(l)` given with its log-odds `l` (the tail is `ln σ(l)`).
     pub fn probability(p: f64, l: f64) -> Score {
-        // ln σ(l) = -ln(1 + e^{-l}), stable for both signs.
-        let ln_p = if l > 0.0 {
-            -(-l).exp().ln_1p()
-        } else {
-            l - l.exp().ln_1p()
-        };
         Score {
             value: p,
-            tail: ln_p,
+            tail: crate::infer::ln_sigmoid(l),
         }
     }
 
