@@ -362,6 +362,9 @@ pub fn try_main() -> Result<i32, Error> {
             };
             let dump = crate::dump::Dump::load(&dump_dir)?;
             let report = crate::localize::localize(&dump, &rules, &o)?;
+            for warning in &report.warnings {
+                eprintln!("prosecutor: warning: {warning}");
+            }
             crate::report::write(&mut out, &report, a.format, a.top).map_err(Error::Output)?;
         }
         Command::Trace { trace, out: dir } => {

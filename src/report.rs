@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use crate::localize::cfx::CfxOutcome;
+use crate::localize::ranking::ModelRank;
 use crate::localize::Report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,17 +25,29 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
             writeln!(w)
         }
         Format::Csv => {
-            writeln!(w, "rank,file,line,score,method")?;
-            for e in &r.ranking[..n] {
+            let both = r.ranking.iter().any(|e| e.key.is_some());
+            if both {
                 writeln!(
                     w,
-                    "{},{},{},{:.6},{}",
-                    e.rank,
-                    csv(&e.file),
-                    e.line,
-                    e.score,
-                    csv(&e.method)
+                    "rank,file,line,key,score_fp,rank_fp,score_f,rank_f,method"
                 )?;
+            } else {
+                writeln!(w, "rank,file,line,score,method")?;
+            }
+            for e in &r.ranking[..n] {
+                write!(w, "{},{},{},", e.rank, csv(&e.file), e.line)?;
+                if both {
+                    let m = |m: Option<ModelRank>| {
+                        m.map_or_else(|| ",".to_owned(), |m| format!("{:.6},{}", m.score, m.rank))
+                    };
+                    write!(w, "{},{},{},", e.key.unwrap_or(0), m(e.fp), m(e.f))?;
+                } else {
+                    write!(w, "{:.6},", e.score)?;
+                }
+                writeln!(w, "{}", csv(&e.method))?;
+            }
+            for warning in &r.warnings {
+                writeln!(w, "# warning: {warning}")?;
             }
             Ok(())
         }
@@ -45,17 +58,51 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
                 .max()
                 .unwrap_or(8)
                 .max(8);
-            writeln!(
-                w,
-                "{:>4}  {:<wf$}  {:>8}  method",
-                "rank", "location", "score"
-            )?;
-            for e in &r.ranking[..n] {
-                let loc = format!("{}:{}", e.file, e.line);
+            let both = r.ranking.iter().any(|e| e.key.is_some());
+            if both {
                 writeln!(
                     w,
-                    "{:>4}  {:<wf$}  {:>8.6}  {}",
-                    e.rank, loc, e.score, e.method
+                    "{:>4}  {:<wf$}  {:>3}  {:>15}  {:>15}  method",
+                    "rank", "location", "key", "F∪P score (#)", "F score (#)"
+                )?;
+            } else {
+                writeln!(
+                    w,
+                    "{:>4}  {:<wf$}  {:>8}  method",
+                    "rank", "location", "score"
+                )?;
+            }
+            for e in &r.ranking[..n] {
+                let loc = format!("{}:{}", e.file, e.line);
+                if both {
+                    let m = |m: Option<ModelRank>| {
+                        m.map_or_else(
+                            || "-".to_owned(),
+                            |m| format!("{:.6} ({})", m.score, m.rank),
+                        )
+                    };
+                    writeln!(
+                        w,
+                        "{:>4}  {:<wf$}  {:>3}  {:>15}  {:>15}  {}",
+                        e.rank,
+                        loc,
+                        e.key.unwrap_or(0),
+                        m(e.fp),
+                        m(e.f),
+                        e.method
+                    )?;
+                } else {
+                    writeln!(
+                        w,
+                        "{:>4}  {:<wf$}  {:>8.6}  {}",
+                        e.rank, loc, e.score, e.method
+                    )?;
+                }
+            }
+            if both {
+                writeln!(
+                    w,
+                    "(order: key = min(F∪P rank, F rank), ties broken by the F∪P rank; paper §4)"
                 )?;
             }
             if r.ranking.len() > n {
@@ -100,9 +147,14 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
                 )?;
                 for e in &r.experiments {
                     let x = &e.experiment;
+                    let why = if e.outcome == CfxOutcome::Pass || e.outcome == CfxOutcome::Fail {
+                        String::new()
+                    } else {
+                        format!(": {}", e.detail.lines().next().unwrap_or(""))
+                    };
                     writeln!(
                         w,
-                        "  flip {}:{} (#{} in {}) -> {:?}",
+                        "  flip {}:{} (#{} in {}) -> {:?}{why}",
                         x.file, x.line, x.occurrence, x.test, e.outcome
                     )?;
                 }
@@ -115,7 +167,11 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
                 r.stats.steps,
                 r.stats.kept_steps,
                 r.stats.seconds
-            )
+            )?;
+            for warning in &r.warnings {
+                writeln!(w, "warning: {warning}")?;
+            }
+            Ok(())
         }
     }
 }

@@ -110,6 +110,7 @@ pub fn baseline_report(
             kept_steps: dump.traces.iter().map(|tr| tr.steps.len()).sum(),
             seconds: start.elapsed().as_secs_f64(),
         },
+        warnings: Vec::new(),
     })
 }
 

@@ -475,7 +475,7 @@ mod tests {
             line,
             score: 0.5,
             method: "f".into(),
-            statements: Vec::new(),
+            ..Ranked::default()
         };
         let fault = [FaultyLines::parse("a.py:7").unwrap()];
         let located = locate(&[ranked(7, 1), ranked(3, 2)], &fault);

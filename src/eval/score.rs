@@ -187,7 +187,7 @@ mod tests {
                 line: l,
                 score: 0.0,
                 method: "m".to_owned(),
-                statements: vec![],
+                ..Ranked::default()
             })
             .collect()
     }

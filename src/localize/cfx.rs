@@ -266,6 +266,15 @@ fn run_one(
             )
         }
     };
+    // Read stderr while the child runs: a child that fills the pipe would block until killed.
+    let reader = child.stderr.take().map(|mut s| {
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut text = String::new();
+            let _ = s.read_to_string(&mut text);
+            text
+        })
+    });
     use wait_timeout::ChildExt;
     let status = match child.wait_timeout(timeout) {
         Ok(Some(s)) => s,
@@ -279,11 +288,7 @@ fn run_one(
         }
         Err(err) => return finish(CfxOutcome::Crash, format!("waiting failed: {err}")),
     };
-    let mut stderr = String::new();
-    if let Some(mut s) = child.stderr.take() {
-        use std::io::Read;
-        let _ = s.read_to_string(&mut stderr);
-    }
+    let stderr = reader.and_then(|h| h.join().ok()).unwrap_or_default();
     #[derive(Deserialize)]
     struct Reported {
         outcome: String,
@@ -327,4 +332,57 @@ fn last_line(s: &str) -> String {
         .chars()
         .take(200)
         .collect()
+}
+
+/// One line saying how many experiments gave no information (void, timeout, crash) and why,
+/// grouped by reason; `None` when every experiment passed or failed.
+pub fn degraded_summary(results: &[ExperimentResult]) -> Option<String> {
+    let mut groups: std::collections::BTreeMap<(String, String), (usize, String)> =
+        std::collections::BTreeMap::new();
+    let mut n = 0;
+    for r in results {
+        let outcome = match r.outcome {
+            CfxOutcome::Pass | CfxOutcome::Fail => continue,
+            CfxOutcome::Void => "void",
+            CfxOutcome::Timeout => "timeout",
+            CfxOutcome::Crash => "crash",
+        };
+        n += 1;
+        let first = r.detail.lines().next().unwrap_or("").trim();
+        // the reason without its particulars ("test not collected: <id>" → "test not collected")
+        let reason = first.split(": ").next().unwrap_or("").to_owned();
+        let reason = if reason.is_empty() {
+            "no reason given".to_owned()
+        } else {
+            reason
+        };
+        let e = groups
+            .entry((outcome.to_owned(), reason))
+            .or_insert((0, first.to_owned()));
+        e.0 += 1;
+    }
+    if n == 0 {
+        return None;
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|((outcome, reason), (count, example))| {
+            if example.len() > reason.len() {
+                format!("{count} {outcome} ({reason}; e.g. {example})")
+            } else {
+                format!("{count} {outcome} ({reason})")
+            }
+        })
+        .collect();
+    let mut line = format!(
+        "{n} of {} counterfactual experiments gave no information: {}",
+        results.len(),
+        parts.join(", ")
+    );
+    if groups.keys().any(|(o, _)| o == "timeout") {
+        line.push_str(
+            "; the time limit includes the re-run's start-up: raise it with --cfx-timeout SECONDS",
+        );
+    }
+    Some(line)
 }

@@ -139,6 +139,9 @@ pub struct Report {
     pub convergence: ConvergenceReport,
     pub experiments: Vec<ExperimentResult>,
     pub stats: Stats,
+    /// Everything that degraded this result (inference that did not converge, experiments that
+    /// gave no information, ...): printed on stderr and in every output format.
+    pub warnings: Vec<String>,
 }
 
 /// One Bayesian network: an EPG of some traces plus its evidence.
@@ -573,6 +576,7 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
         runs,
     };
     let steps = fp_traces.iter().map(|&t| dump.traces[t].steps.len()).sum();
+    let warnings = report_warnings(&convergence, &experiments);
     Ok(Report {
         mode: o.mode,
         granularity: o.granularity,
@@ -586,5 +590,25 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
             kept_steps: kept,
             seconds: start.elapsed().as_secs_f64(),
         },
+        warnings,
     })
+}
+
+/// What degraded a localization: inference runs that did not converge, experiments that gave
+/// no information.
+fn report_warnings(c: &ConvergenceReport, experiments: &[ExperimentResult]) -> Vec<String> {
+    let mut out: Vec<String> = c
+        .runs
+        .iter()
+        .filter(|r| !r.converged)
+        .map(|r| {
+            format!(
+                "inference on {} ({}) did not converge: max change {:.1e} after {} iterations; \
+                 its scores are approximate",
+                r.model, r.phase, r.max_change, r.iterations
+            )
+        })
+        .collect();
+    out.extend(cfx::degraded_summary(experiments));
+    out
 }

@@ -24,15 +24,46 @@ pub enum Granularity {
     Statement,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Ranked {
     pub rank: usize,
     pub file: String,
     pub line: u32,
+    /// The entry's score in its model (in `--mode both`: the F∪P score, or the F score of an
+    /// entry only F ranks; the order then comes from [`Ranked::key`], not from this).
+    #[serde(serialize_with = "finite_or_text")]
     pub score: f64,
     pub method: String,
     /// Statement ids aggregated into this entry.
     pub statements: Vec<String>,
+    /// `--mode both` only: the aggregation key `min(r^F∪P, r^F)` that orders the entries
+    /// (ties broken by `r^F∪P`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<usize>,
+    /// `--mode both` only: the entry's rank and score in the F model (absent: F does not rank it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub f: Option<ModelRank>,
+    /// `--mode both` only: its rank and score in the F∪P model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp: Option<ModelRank>,
+}
+
+/// An entry's place in one of the aggregated models.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct ModelRank {
+    pub rank: usize,
+    #[serde(serialize_with = "finite_or_text")]
+    pub score: f64,
+}
+
+/// Scores are numbers in JSON; a formula's infinity (DStar with `e_p + n_f = 0`) is the string
+/// `"inf"` (JSON has no infinity, and `null` would read as "no score"), as in CSV.
+fn finite_or_text<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if x.is_finite() {
+        s.serialize_f64(*x)
+    } else {
+        s.serialize_str(&x.to_string())
+    }
 }
 
 /// Scores per statement (only executed `app` statements appear).
@@ -130,6 +161,9 @@ pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
                 score: score.value,
                 method,
                 statements,
+                key: None,
+                f: None,
+                fp: None,
             };
             (score.key(), r)
         })
@@ -167,15 +201,20 @@ pub fn pessimistic_position(v: &[Ranked], hit: impl Fn(&Ranked) -> bool) -> Opti
 
 /// Combines the F and F∪P rankings (paper §4): `r = min(r^{F∪P}, r^F)`, ties broken by `r^{F∪P}`.
 /// Entries are identified by (file, line), method or statement; the reported score is the F∪P score (the F
-/// score when the entry is only in F).
+/// score when the entry is only in F), and each entry carries its key and both models' ranks and
+/// scores, so that a reader can follow the order.
 pub fn aggregate(f: &[Ranked], fp: &[Ranked], g: Granularity) -> Vec<Ranked> {
     let key = |r: &Ranked| match g {
         Granularity::Line => (r.file.clone(), r.line, String::new()),
         Granularity::Method => (String::new(), 0, r.method.clone()),
         Granularity::Statement => (String::new(), 0, r.statements[0].clone()),
     };
-    let rf: BTreeMap<_, usize> = f.iter().map(|r| (key(r), r.rank)).collect();
-    let rfp: BTreeMap<_, usize> = fp.iter().map(|r| (key(r), r.rank)).collect();
+    let place = |r: &Ranked| ModelRank {
+        rank: r.rank,
+        score: r.score,
+    };
+    let rf: BTreeMap<_, ModelRank> = f.iter().map(|r| (key(r), place(r))).collect();
+    let rfp: BTreeMap<_, ModelRank> = fp.iter().map(|r| (key(r), place(r))).collect();
     let mut all: BTreeMap<_, Ranked> = BTreeMap::new();
     for r in f.iter().chain(fp.iter()) {
         all.entry(key(r)).or_insert_with(|| r.clone());
@@ -186,9 +225,12 @@ pub fn aggregate(f: &[Ranked], fp: &[Ranked], g: Granularity) -> Vec<Ranked> {
     let big = usize::MAX / 2;
     let mut v: Vec<((usize, usize), Ranked)> = all
         .into_iter()
-        .map(|(k, r)| {
-            let a = rf.get(&k).copied().unwrap_or(big);
-            let b = rfp.get(&k).copied().unwrap_or(big);
+        .map(|(k, mut r)| {
+            r.f = rf.get(&k).copied();
+            r.fp = rfp.get(&k).copied();
+            let a = r.f.map_or(big, |m| m.rank);
+            let b = r.fp.map_or(big, |m| m.rank);
+            r.key = Some(a.min(b));
             ((a.min(b), b), r)
         })
         .collect();
@@ -236,7 +278,7 @@ mod tests {
             line,
             score: 0.0,
             method: String::new(),
-            statements: Vec::new(),
+            ..Ranked::default()
         };
         let mut v: Vec<Ranked> = (1..=5).map(r).collect();
         assign_ranks(&mut v, &[3, 2, 2, 1, 1]);

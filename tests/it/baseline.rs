@@ -160,6 +160,13 @@ fn dstar_infinite_score_prints_as_inf() {
             .starts_with("1,StringUtils.java,22,inf,"),
         "{out}"
     );
+    // JSON says the same (it used to write `null`, which reads as "no score")
+    let (code, out, _) = baseline("leftpad_fig3", "dstar", &["--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ranking"][0]["line"], 22);
+    assert_eq!(v["ranking"][0]["score"], "inf", "{out}");
+    assert!(v["ranking"][1]["score"].is_number(), "{out}");
 }
 
 #[test]

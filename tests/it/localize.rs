@@ -246,9 +246,60 @@ fn table_and_csv_output() {
     ]);
     let c = String::from_utf8(out.stdout).unwrap();
     assert!(
+        c.starts_with(
+            "rank,file,line,key,score_fp,rank_fp,score_f,rank_f,method\n1,StringUtils.java,26,1,"
+        ),
+        "{c}"
+    );
+    let out = run(&[
+        "localize",
+        &dump("leftpad_fig1"),
+        "--no-cfx",
+        "--mode",
+        "fp",
+        "--format",
+        "csv",
+    ]);
+    let c = String::from_utf8(out.stdout).unwrap();
+    assert!(
         c.starts_with("rank,file,line,score,method\n1,StringUtils.java,26,"),
         "{c}"
     );
+}
+
+/// `--mode both` orders by `min(r^F∪P, r^F)` (ties by `r^F∪P`): every entry shows that key and
+/// both models' ranks and scores, and the key never decreases top-down (a lone `score` could
+/// print 0.0 at rank 4 and 0.88 at rank 5).
+#[test]
+fn mode_both_shows_the_key_and_both_models() {
+    for fixture in ["leftpad_fig1", "leftpad_fig3", "interproc", "try_catch"] {
+        let r = localize_json(&[&dump(fixture), "--no-cfx"]);
+        let f = localize_json(&[&dump(fixture), "--no-cfx", "--mode", "f"]);
+        let fp = localize_json(&[&dump(fixture), "--no-cfx", "--mode", "fp"]);
+        let place = |m: &Value, e: &Value| {
+            m["ranking"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["file"] == e["file"] && x["line"] == e["line"])
+                .map(|x| (x["rank"].as_u64().unwrap(), x["score"].as_f64().unwrap()))
+        };
+        let mut last = (0, 0);
+        for e in r["ranking"].as_array().unwrap() {
+            let key = e["key"].as_u64().expect("key");
+            let mine = |k: &str| {
+                e.get(k)
+                    .map(|m| (m["rank"].as_u64().unwrap(), m["score"].as_f64().unwrap()))
+            };
+            assert_eq!(mine("f"), place(&f, e), "{fixture}: {e}");
+            assert_eq!(mine("fp"), place(&fp, e), "{fixture}: {e}");
+            let ranks = [mine("f"), mine("fp")].into_iter().flatten().map(|m| m.0);
+            assert_eq!(Some(key), ranks.min(), "{fixture}: {e}");
+            let order = (key, mine("fp").map_or(u64::MAX, |m| m.0));
+            assert!(order >= last, "{fixture}: {e} after {last:?}");
+            last = order;
+        }
+    }
 }
 
 #[test]
