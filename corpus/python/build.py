@@ -266,24 +266,51 @@ def check_edits(lib: Library, bug: Bug, root: Path) -> None:
     apply_edits(path.read_text(encoding="utf-8"), bug.edits, f"{lib.src}/{bug.file}")
 
 
-def _is_test_path(arg: str, root: Path | None) -> bool:
-    if arg.startswith("-"):
-        return False
+# pytest options whose value is the next argument (so that value is never a test path)
+_VALUE_OPTIONS = {"-p", "-k", "-m", "-o", "-c", "-W", "-r", "--deselect", "--ignore",
+                  "--ignore-glob", "--rootdir", "--confcutdir", "--junitxml", "--durations",
+                  "--maxfail", "--tb", "--basetemp", "--import-mode", "--log-level"}
+
+
+def _test_path_indexes(argv: list[str], root: Path | None) -> set[int]:
+    """Indexes of the arguments of a pytest command that name test paths: after the pytest
+    entry point (`pytest`, `.../pytest` or `-m pytest`), not options nor option values, not
+    absolute, and existing under `root`."""
     if root is None:
-        return False
-    return (root / arg.split("::")[0]).exists()
+        return set()
+    start = None
+    for i, a in enumerate(argv):
+        if Path(a).name == "pytest" and (i == 0 or argv[i - 1] == "-m" or "/" in a
+                                          or a == "pytest"):
+            start = i + 1
+            break
+    if start is None:
+        return set()
+    found = set()
+    i = start
+    while i < len(argv):
+        a = argv[i]
+        if a in _VALUE_OPTIONS:
+            i += 2
+            continue
+        if (not a.startswith("-") and not Path(a).is_absolute()
+                and (root / a.split("::")[0]).exists()):
+            found.add(i)
+        i += 1
+    return found
 
 
 def test_command(lib: Library, bug: Bug | None = None, root: Path | None = None) -> list[str]:
     """The test argv of a library (pristine: bug=None) or a bug.
 
     `deselect` entries become `--deselect ID`. A bug with `tests` replaces the library
-    command's test paths (arguments that name an existing file or directory under `root`) by
-    its own; without `root` the bug's paths are appended. `-p no:cacheprovider` is added if
-    the command does not say it."""
+    command's test paths (relative paths after the pytest entry point that name an existing
+    file or directory under `root`) by its own; without `root` the bug's paths are appended.
+    `-p no:cacheprovider` is added if the command does not say it."""
     argv = list(lib.test)
     if bug is not None and bug.tests:
-        argv = [a for a in argv if not _is_test_path(a, root)] + list(bug.tests)
+        drop = _test_path_indexes(argv, root)
+        argv = [a for i, a in enumerate(argv) if i not in drop] + list(bug.tests)
     for d in lib.deselect:
         argv += ["--deselect", d]
     if "no:cacheprovider" not in argv:
