@@ -8,4 +8,5 @@ mod epg_fixtures;
 mod eval;
 mod localize;
 mod python_frontend;
+mod python_tracer_suite;
 mod rules_cli;

@@ -245,7 +245,8 @@ def test_coverage_for_every_test(padproj):
 def test_flip_changes_the_outcome(padproj, tmp_path):
     man = padproj.manifest
     cmd = [a.replace("{test}", padproj.test("test_pad_wrong")["id"]).replace("{stmt}", "padlib.py:4:4")
-           .replace("{occurrence}", "1").replace("{out}", str(tmp_path / "r.json")) for a in man["rerun"]["command"]]
+           .replace("{occurrence}", "1").replace("{out}", str(tmp_path / "r.json"))
+           .replace("{dump}", padproj.d) for a in man["rerun"]["command"]]
     env = dict(os.environ)
     env.update(man["rerun"]["env"])
     subprocess.run(cmd, cwd=man["rerun"]["cwd"], env=env, check=True, timeout=120)
@@ -253,13 +254,13 @@ def test_flip_changes_the_outcome(padproj, tmp_path):
     # flipping `pads <= 0` returns "a" unpadded: still failing, but now an assertion on another value
     assert r["flipped"] is True and r["outcome"] == "fail"
     cmd2 = [a.replace("{test}", padproj.test("test_count")["id"]).replace("{stmt}", "padlib.py:15:4")
-            .replace("{occurrence}", "1").replace("{out}", str(tmp_path / "r2.json")) for a in man["rerun"]["command"]]
+            .replace("{occurrence}", "1").replace("{out}", str(tmp_path / "r2.json")).replace("{dump}", padproj.d) for a in man["rerun"]["command"]]
     subprocess.run(cmd2, cwd=man["rerun"]["cwd"], env=env, check=True, timeout=120)
     r2 = json.loads((tmp_path / "r2.json").read_text())
     # the for header's first evaluation flipped: the loop ends at once, count_until returns 0
     assert r2["flipped"] is True and r2["outcome"] == "fail", r2
     cmd3 = [a.replace("{test}", padproj.test("test_count")["id"]).replace("{stmt}", "padlib.py:15:4")
-            .replace("{occurrence}", "99").replace("{out}", str(tmp_path / "r3.json")) for a in man["rerun"]["command"]]
+            .replace("{occurrence}", "99").replace("{out}", str(tmp_path / "r3.json")).replace("{dump}", padproj.d) for a in man["rerun"]["command"]]
     subprocess.run(cmd3, cwd=man["rerun"]["cwd"], env=env, check=True, timeout=120)
     r3 = json.loads((tmp_path / "r3.json").read_text())
     assert r3["flipped"] is False and r3["outcome"] == "pass"
