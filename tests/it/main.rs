@@ -7,6 +7,7 @@ mod differential;
 mod epg_fixtures;
 mod eval;
 mod localize;
+mod python_defects;
 mod python_frontend;
 mod python_tracer_suite;
 mod rules_cli;

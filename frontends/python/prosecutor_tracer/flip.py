@@ -43,16 +43,27 @@ def main(argv=None):
             with open(a.config, encoding="utf-8") as fh:
                 cfg = json.load(fh)
         except (OSError, ValueError) as e:
-            return fail(f"cannot read the rerun config {a.config}: {e}")
+            return fail(f"rerun config error: cannot read {a.config}: {e}")
     src = a.src or cfg.get("src")
     cwd = a.cwd or cfg.get("cwd") or os.getcwd()
     command = a.command or cfg.get("command")
     if not src or not command:
-        return fail("no SRC or test command given (use --config or --src and the command)")
+        return fail("rerun config error: no SRC or test command given (use --config or --src and the command)")
     if a.occurrence < 1:
-        return fail("--occurrence must be >= 1")
+        return fail("rerun config error: --occurrence must be >= 1")
     env = dict(os.environ)
     pkg_parent = cfg.get("pythonpath") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    recorded = cfg.get("env")
+    if isinstance(recorded, dict):
+        # the environment of the traced run: these variables exactly as they were then (our
+        # own PYTHONPATH, set to run this module, is not the user's)
+        for k, v in recorded.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = str(v)
+    elif env.get("PYTHONPATH") and os.path.realpath(env["PYTHONPATH"]) == os.path.realpath(pkg_parent):
+        env.pop("PYTHONPATH")  # an old dump without a recorded environment
     env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " -p prosecutor_tracer.plugin").strip()
     env.setdefault("PYTHONHASHSEED", "0")
@@ -77,10 +88,10 @@ def main(argv=None):
     try:
         p = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except OSError as e:
-        return fail(f"cannot run {command[0]!r}: {e}")
+        return fail(f"test command failed: cannot run {command[0]!r}: {e}")
     if not os.path.exists(a.out):
         tail = p.stdout.decode("utf-8", "replace").strip().splitlines()[-5:]
-        return fail(f"the test command exited with status {p.returncode} without a result: " + " | ".join(tail))
+        return fail(f"test command failed: exit status {p.returncode} without a result: " + " | ".join(tail))
     return 0
 
 

@@ -64,6 +64,9 @@ class State:
             flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
             self.flip_test = os.environ.get("PROSECUTOR_FLIP_TEST", "")
             self.flip_out = os.environ.get("PROSECUTOR_FLIP_OUT")
+        self.flip_unmatched = None   # "test not matched: ..." when the flip test cannot be found
+        self.flip_matched = None     # how it was found when its node id changed
+        self.collect_errors = []
         self.tracer = Tracer(self.reg, step_cap=self.step_cap, flip=flip)
         self.tests = []           # dicts in run order
         self.by_id = {}
@@ -171,6 +174,18 @@ def _is_test_file(st, path):
     return base == "conftest.py" or any(fnmatch.fnmatch(base, p) for p in st.patterns)
 
 
+def pytest_collectreport(report):
+    st = _state
+    if st is None or st.mode != "flip" or not report.failed:
+        return
+    try:
+        text = str(report.longrepr).strip().splitlines()
+        msg = next((l for l in reversed(text) if l.startswith("E ")), text[-1] if text else "")
+        st.collect_errors.append(f"{report.nodeid}: " + sf.one_line(msg.lstrip("E ").strip(), 200))
+    except Exception:
+        st.collect_errors.append(str(report.nodeid))
+
+
 def pytest_collection_modifyitems(session, config, items):
     st = _state
     if st is None:
@@ -240,13 +255,18 @@ def pytest_runtest_makereport(item, call):
     if call.when == "setup":
         if rep.failed:
             st.by_id[item.nodeid] = t = {"id": item.nodeid, "outcome": "fail", "failure_kind": "exception",
-                                         "failure": "error in setup: " + _exc_text(call.excinfo), "rec": None}
+                                         "failure": "error in setup: " + _exc_text(call.excinfo), "rec": None,
+                                         "setup_failed": True}
             st.tests.append(t)
+        elif rep.skipped and st.mode == "flip":
+            st.by_id.setdefault(item.nodeid, {"id": item.nodeid, "outcome": "pass", "skipped": True})
         return
     if call.when != "call":
         return
     if hasattr(rep, "wasxfail") or rep.skipped:
         st.current = None
+        if st.mode == "flip":
+            st.by_id.setdefault(item.nodeid, {"id": item.nodeid, "outcome": "pass", "skipped": True})
         return
     rec, dur = getattr(st, "current", (None, 0.0)) or (None, 0.0)
     st.current = None
@@ -263,6 +283,8 @@ def pytest_runtest_makereport(item, call):
                 step = min(rec.nsteps, st.step_cap) - 1
             t["failure_step"] = step
     if rec is not None:
+        if st.mode == "flip":
+            t["flip_evals"] = rec.occ.get(st.tracer.flip[0], 0)
         st.tracer.infer_branches(rec, t.get("failure_step"))
         rec.origins = {}
         t["truncated"] = rec.truncated
@@ -331,13 +353,46 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 # ---------------------------------------------------------------- flip result
+# Reasons a flip re-run reports in `detail` (the text before the first ": "; the Rust side
+# counts void / crashed experiments by reason):
+#   "flipped: STMT#OCC to B"                 the instance was flipped (then "; " + the failure)
+#   "test not collected: ID"                  no collected test has that id (nor its function)
+#   "test not matched: ID (WHY)"              its function is there but no parametrization matches
+#   "test setup failed: ID: ERROR"            collected, but a fixture / setUp failed
+#   "test skipped: ID"                        skipped or xfailed in the re-run
+#   "branch not reached: STMT#OCC (...)"      the test ran but evaluated STMT fewer than OCC times
+#   "branch not flippable: STMT#OCC: WHY"     reached, but that instance cannot be inverted
+#   "test command failed: ..."                (flip.py) the command wrote no result
+#   "rerun config error: ..."                 (flip.py) unusable rerun.json / arguments
 def _finish_flip(st):
     t = st.by_id.get(st.flip_test)
-    if t is None:
+    stmt, occ = st.tracer.flip
+    inst = f"{stmt}#{occ}"
+    if st.flip_unmatched:
+        res = {"outcome": "crash", "flipped": False, "detail": st.flip_unmatched}
+    elif t is None:
+        why = st.flip_test
+        if st.collect_errors:
+            why += " (collection errors: " + "; ".join(st.collect_errors[:3]) + ")"
+        res = {"outcome": "crash", "flipped": False, "detail": "test not collected: " + why}
+    elif t.get("setup_failed"):
         res = {"outcome": "crash", "flipped": False,
-               "detail": f"test {st.flip_test!r} was not run (not collected or deselected)"}
+               "detail": f"test setup failed: {st.flip_test}: {t.get('failure', '')}"}
+    elif t.get("skipped"):
+        res = {"outcome": "crash", "flipped": False, "detail": f"test skipped: {st.flip_test}"}
     else:
-        detail = st.tracer.flip_detail or (f"branch {st.tracer.flip[0]} occurrence {st.tracer.flip[1]} was not reached")
+        evals = t.get("flip_evals", 0)
+        if st.tracer.flipped:
+            detail = f"flipped: {inst} to {st.tracer.flip_to}"
+        elif st.tracer.flip_detail:
+            detail = f"branch not flippable: {inst}: {st.tracer.flip_detail}"
+        elif evals >= occ:
+            detail = (f"branch not flippable: {inst}: its outcome is not reported by the instrumentation "
+                      f"(test code, a case clause, or a module imported before the tracer)")
+        else:
+            detail = f"branch not reached: {inst} (evaluated {evals} time{'s' if evals != 1 else ''})"
+        if st.flip_matched:
+            detail += "; " + st.flip_matched
         if t["outcome"] == "fail":
             detail += "; " + t.get("failure", "")
         res = {"outcome": t["outcome"], "flipped": bool(st.tracer.flipped), "detail": detail}
@@ -500,6 +555,40 @@ def _q(s):
     return json.dumps(str(s), ensure_ascii=False)
 
 
+def _pkg_parent():
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# The variables of the traced run that a flip re-run must see exactly as they were (the rest of
+# the environment is inherited from whoever runs the experiments; nothing else is recorded, so
+# no secret ends up in a dump).  The tracer's own additions are removed here and added again by
+# flip.py: its package directory in front of PYTHONPATH, `-p prosecutor_tracer.plugin` in
+# PYTEST_ADDOPTS.
+RECORDED_ENV = ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONHASHSEED", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
+                "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+
+
+def user_environment(environ=None):
+    """{name: value or None} of RECORDED_ENV in the traced run, without the tracer's additions
+    (None: the variable was not set)."""
+    environ = os.environ if environ is None else environ
+    out = {k: environ.get(k) for k in RECORDED_ENV}
+    pp = out["PYTHONPATH"]
+    if pp is not None:
+        mine = os.path.realpath(_pkg_parent())
+        parts = pp.split(os.pathsep)
+        for i, p in enumerate(parts):
+            if p and os.path.realpath(p) == mine:
+                del parts[i]
+                break
+        out["PYTHONPATH"] = os.pathsep.join(parts) if parts else None
+    ao = out["PYTEST_ADDOPTS"]
+    if ao is not None:
+        ao = ao.replace("-p prosecutor_tracer.plugin", "").strip()
+        out["PYTEST_ADDOPTS"] = " ".join(ao.split()) if ao else None
+    return out
+
+
 def _write_manifest(st, entries):
     argv = None
     raw = os.environ.get("PROSECUTOR_COMMAND")
@@ -510,9 +599,10 @@ def _write_manifest(st, entries):
             argv = None
     if not argv:
         argv = [sys.executable, "-m", "pytest"] + [str(a) for a in st.config.invocation_params.args]
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pkg_parent = _pkg_parent()
+    user_env = user_environment()
     rerun_cfg = {"src": st.src, "cwd": st.cwd, "command": argv, "timeout": st.timeout,
-                 "step_cap": st.step_cap, "pythonpath": pkg_parent}
+                 "step_cap": st.step_cap, "pythonpath": pkg_parent, "env": user_env}
     cfg_path = os.path.abspath(os.path.join(st.out, "rerun.json"))
     with open(cfg_path, "w", encoding="utf-8") as fh:
         json.dump(rerun_cfg, fh, indent=1)
@@ -533,7 +623,7 @@ def _write_manifest(st, entries):
                                                   "--out", "{out}", "--config", "{dump}/rerun.json"]) + "]",
         f"cwd = {_q(st.cwd)}",
         f"timeout_ms = {timeout_ms}",
-        f"env = {{ PYTHONHASHSEED = \"0\", PYTHONPATH = {_q(pkg_parent)} }}",
+        f"env = {{ PYTHONHASHSEED = {_q(user_env.get('PYTHONHASHSEED') or '0')}, PYTHONPATH = {_q(pkg_parent)} }}",
         "",
         "[notes]",
         f"src = {_q(st.src)}",

@@ -165,7 +165,8 @@ class Tracer:
         self.step_cap = step_cap
         self.flip = flip              # (node id, occurrence) or None
         self.flipped = False
-        self.flip_detail = ""
+        self.flip_to = None
+        self.flip_detail = ""         # why the requested instance could not be flipped
         self.cur = None
         self.active = False
         self.root_code = None
@@ -464,7 +465,7 @@ class Tracer:
             if self.flip is not None and self.flip[0] == nid and self.flip[1] == occurrence:
                 outcome = not outcome
                 self.flipped = True
-                self.flip_detail = f"flipped {nid} occurrence {occurrence} to {int(outcome)}"
+                self.flip_to = int(outcome)
             if rec.last_step is not None and rec.node == nid:
                 cur.branch[rec.last_step] = 1 if outcome else 0
             rec.pending = False
@@ -500,7 +501,7 @@ class Tracer:
     def iter_exhausted_flip(self, nid):
         """A requested flip of an exhausted `for` header cannot be honoured."""
         if self.flip is not None and self.flip[0] == nid and self.cur is not None and self.flip[1] == self.cur.occ.get(nid, 0):
-            self.flip_detail = f"cannot flip {nid} occurrence {self.flip[1]}: the iterator is exhausted"
+            self.flip_detail = "a `for` header whose iterator is exhausted cannot yield an item"
 
     # ------------------------------------------------------------ bindings
     def _binds(self, caller, frame, m):

@@ -1,0 +1,203 @@
+"""Regression tests of silent data errors of the tracer (issue 12 §1, items 1-5), each on a
+small project traced for real.
+
+Set PROSECUTOR_TRACER_PKG to the parent directory of another copy of `prosecutor_tracer`
+(e.g. the previous version) to run these tests against it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import tomllib
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG_PARENT = os.environ.get("PROSECUTOR_TRACER_PKG") or os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import dumpcheck  # noqa: E402
+
+CONFTEST = "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n"
+
+
+def write(root, files):
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+
+
+def base_env(pythonpath=None, hashseed="0"):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PROSECUTOR_") and k not in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONHASHSEED")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    if hashseed is not None:
+        env["PYTHONHASHSEED"] = hashseed
+    return env
+
+
+def plain(root, env=None, args=("tests",)):
+    """The suite without the tracer: {test id: outcome} and pytest's output."""
+    env = dict(env or base_env())
+    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider"
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", *args], cwd=root, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    out = {}
+    for line in p.stdout.splitlines():
+        for word, res in (("PASSED ", "pass"), ("FAILED ", "fail"), ("ERROR ", "fail")):
+            if line.startswith(word):
+                out[line[len(word):].split(" - ")[0].strip()] = res
+    return out, p.stdout
+
+
+def trace(root, env=None, args=("tests",), src="src", extra=None):
+    """The suite under the tracer, as the Rust driver runs it: the tracer's package is prepended
+    to the user's PYTHONPATH and the plugin appended to PYTEST_ADDOPTS."""
+    env = dict(env or base_env())
+    env["PYTHONPATH"] = PKG_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " -p no:cacheprovider -p prosecutor_tracer.plugin").strip()
+    dump = root / "dump"
+    env.update({"PROSECUTOR_MODE": "trace", "PROSECUTOR_SRC": str(root / src), "PROSECUTOR_OUT": str(dump),
+                "PROSECUTOR_TRACE_ALL": "1",
+                "PROSECUTOR_COMMAND": json.dumps([sys.executable, "-m", "pytest", "-q", *args])})
+    env.update(extra or {})
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=root, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    return Dump(dump, p)
+
+
+class Dump:
+    def __init__(self, d, proc):
+        self.d = str(d)
+        self.proc = proc
+        self.status = None
+        sp = os.path.join(self.d, ".prosecutor-status.json")
+        if os.path.exists(sp):
+            with open(sp) as fh:
+                self.status = json.load(fh)
+        mp = os.path.join(self.d, "manifest.toml")
+        assert os.path.exists(mp), proc.stdout
+        with open(mp, "rb") as fh:
+            self.manifest = tomllib.load(fh)
+
+    def rows(self, name):
+        return dumpcheck.read(self.d, name)
+
+    def tests(self):
+        return {t["id"]: t for t in self.manifest["test"]}
+
+    def test(self, name):
+        for t in self.manifest["test"]:
+            if t["id"].endswith("::" + name):
+                return t
+        raise KeyError(name)
+
+    def stmts(self):
+        return {r[0]: r for r in self.rows("stmt.facts")}
+
+    def frames(self, trace):
+        return {r[1]: r for r in self.rows("frame.facts") if r[0] == trace}
+
+    def steps(self, trace):
+        return [r for r in self.rows("step.facts") if r[0] == trace]
+
+    def coverage(self, test_id):
+        return {r[1] for r in self.rows("coverage.facts") if r[0] == test_id}
+
+    def check(self):
+        errors, stats = dumpcheck.check(self.d)
+        assert errors == [], errors[:10]
+        return stats
+
+    def flip(self, test, stmt, occurrence, out, env):
+        """Runs the manifest's [rerun] recipe as the Rust side does: `env` (the environment of
+        whoever localizes) updated with [rerun].env, in [rerun].cwd."""
+        rr = self.manifest["rerun"]
+        cmd = [a.replace("{test}", test).replace("{stmt}", stmt).replace("{occurrence}", str(occurrence))
+               .replace("{out}", str(out)).replace("{dump}", self.d) for a in rr["command"]]
+        env = dict(env)
+        env.update(rr["env"])
+        subprocess.run(cmd, cwd=rr["cwd"], env=env, check=True, timeout=120,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        with open(out) as fh:
+            return json.load(fh)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. counterfactual re-runs keep the user's environment
+
+PP_FILES = {
+    "src/ppkg/__init__.py": "",
+    "src/ppkg/m.py": """
+        def absval(x):
+            if x > 0:
+                return x
+            return x
+        """,
+    # no conftest: `ppkg` is importable only through PYTHONPATH=src
+    "tests/test_m.py": """
+        from ppkg.m import absval
+
+
+        def test_pos():
+            assert absval(3) == 3
+
+
+        def test_neg():
+            assert absval(-2) == -2
+        """,
+}
+
+
+def test_rerun_keeps_the_users_pythonpath(tmp_path):
+    write(tmp_path, PP_FILES)
+    d = trace(tmp_path, base_env(pythonpath="src"))
+    assert d.status["ok"], d.proc.stdout
+    assert {t["id"]: t["outcome"] for t in d.manifest["test"]} == {
+        "tests/test_m.py::test_pos": "pass", "tests/test_m.py::test_neg": "pass"}
+    # whoever runs the experiments may have another environment (no PYTHONPATH at all here)
+    r = d.flip("tests/test_m.py::test_neg", "ppkg/m.py:3:4", 1, tmp_path / "r.json", base_env())
+    assert r["flipped"] is True, r
+    assert r["outcome"] == "pass" and r["detail"].startswith("flipped: ppkg/m.py:3:4#1 to 1"), r
+    # a user's PYTHONHASHSEED is kept too
+    d2 = trace(tmp_path, base_env(pythonpath="src", hashseed="123"))
+    assert d2.manifest["rerun"]["env"]["PYTHONHASHSEED"] == "123"
+    with open(os.path.join(d2.d, "rerun.json")) as fh:
+        cfg = json.load(fh)
+    assert cfg["env"]["PYTHONPATH"] == "src" and cfg["env"]["PYTHONHASHSEED"] == "123"
+    assert cfg["env"]["PYTEST_ADDOPTS"] == "-p no:cacheprovider"
+
+
+def test_void_flips_say_why(tmp_path):
+    write(tmp_path, PP_FILES)
+    d = trace(tmp_path, base_env(pythonpath="src"))
+    env = base_env()
+    r = d.flip("tests/test_m.py::test_nope", "ppkg/m.py:3:4", 1, tmp_path / "r1.json", env)
+    assert r == {"outcome": "crash", "flipped": False, "detail": "test not collected: tests/test_m.py::test_nope"}
+    r = d.flip("tests/test_m.py::test_neg", "ppkg/m.py:3:4", 2, tmp_path / "r2.json", env)
+    assert r["flipped"] is False and r["outcome"] == "pass"
+    assert r["detail"] == "branch not reached: ppkg/m.py:3:4#2 (evaluated 1 time)", r
+    # a test-code branch is reached but not flippable
+    write(tmp_path, {"tests/test_m.py": PP_FILES["tests/test_m.py"] + """
+
+        def test_branchy():
+            if absval(1) > 0:
+                assert absval(-1) == -1
+        """})
+    d = trace(tmp_path, base_env(pythonpath="src"))
+    stmt = next(r[0] for r in d.rows("stmt.facts") if r[3] == "tests/test_m.py" and r[2] == "branch")
+    r = d.flip("tests/test_m.py::test_branchy", stmt, 1, tmp_path / "r3.json", env)
+    assert r["flipped"] is False and r["detail"].startswith(f"branch not flippable: {stmt}#1: "), r
+    # the module cannot be imported in the re-run: the collection error is named
+    (tmp_path / "src/ppkg/m.py").rename(tmp_path / "src/ppkg/gone.py")
+    r = d.flip("tests/test_m.py::test_neg", "ppkg/m.py:3:4", 1, tmp_path / "r4.json", env)
+    assert r["outcome"] == "crash" and r["detail"].startswith("test not collected: tests/test_m.py::test_neg "
+                                                              "(collection errors: tests/test_m.py: "), r
+    assert "ModuleNotFoundError" in r["detail"], r
+
+

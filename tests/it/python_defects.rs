@@ -1,0 +1,94 @@
+//! Regression tests of silent data errors of the Python front-end, end to end through the
+//! binary (the tracer-level ones are in frontends/python/tests/test_defects.py, run by
+//! `python_tracer_suite`).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::*;
+use crate::eval::have_pytest;
+
+fn localize_json(project: &Path, dump: &Path, pythonpath: Option<&str>) -> Value {
+    let mut c = bin();
+    c.current_dir(project)
+        .args([
+            "localize",
+            "--src",
+            "src",
+            "--keep-dump",
+            dump.to_str().unwrap(),
+            "--format",
+            "json",
+            "--cfx-model",
+            "reroute",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests",
+        ])
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    match pythonpath {
+        Some(p) => c.env("PYTHONPATH", p),
+        None => c.env_remove("PYTHONPATH"),
+    };
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn assert_experiments_ran(r: &Value) {
+    let ex = r["experiments"].as_array().unwrap();
+    assert!(!ex.is_empty(), "no experiment");
+    for e in ex {
+        let detail = e["detail"].as_str().unwrap_or("");
+        assert!(
+            e["outcome"] == "pass" || e["outcome"] == "fail",
+            "experiment did not run: {e}"
+        );
+        assert!(!detail.contains("not collected"), "{e}");
+    }
+    assert!(
+        ex.iter().any(|e| e["line"] == 21 && e["outcome"] == "pass"),
+        "flipping line 21 passes: {ex:?}"
+    );
+    assert_eq!(r["ranking"][0]["line"], 22, "{}", r["ranking"]);
+}
+
+/// Defect 2: `PYTHONPATH=src pytest tests`. The counterfactual re-runs used to replace the user's
+/// PYTHONPATH with the tracer's, so the test module did not import, every experiment came back
+/// "not collected" and localize still exited 0. The re-runs must see the original environment,
+/// also when the dump is localized later from another directory without that PYTHONPATH.
+#[test]
+fn reruns_keep_the_users_pythonpath() {
+    if !have_pytest() {
+        eprintln!("skipped: python3 -c 'import pytest' fails (CI installs pytest)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    copy_dir(&root().join("fixtures/python/pythonpath_src"), &project);
+    let dump = dir.path().join("dump");
+    let r = localize_json(&project, &dump, Some("src"));
+    assert_experiments_ran(&r);
+    // the dump alone, localized from elsewhere in an environment without PYTHONPATH
+    let o = bin()
+        .current_dir(dir.path())
+        .env_remove("PYTHONPATH")
+        .args([
+            "localize",
+            dump.to_str().unwrap(),
+            "--format",
+            "json",
+            "--cfx-model",
+            "reroute",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_experiments_ran(&serde_json::from_slice(&o.stdout).unwrap());
+}
