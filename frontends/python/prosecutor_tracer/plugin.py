@@ -193,6 +193,16 @@ def pytest_collection_modifyitems(session, config, items):
     for it in items:
         p = str(getattr(it, "path", None) or it.fspath)
         st.reg.test_files.add(os.path.realpath(p))
+    for it in items:
+        # the file defining the function pytest calls is test code too (a mixin or base class
+        # in tests/__init__.py or tests/helpers.py, a test function imported from elsewhere)
+        co = _root_code(it)
+        fn = getattr(co, "co_filename", "") if co is not None else ""
+        if fn and not fn.startswith("<"):
+            rp = os.path.realpath(fn)
+            if rp not in st.reg.test_files:
+                st.reg.mark_test_file(rp)
+                st.tracer.code_cache.clear()
     if st.mode == "flip":
         keep = [it for it in items if it.nodeid == st.flip_test]
         desel = [it for it in items if it.nodeid != st.flip_test]
@@ -282,6 +292,8 @@ def pytest_runtest_makereport(item, call):
             if step is None or step < 0 or step >= min(rec.nsteps, st.step_cap):
                 step = min(rec.nsteps, st.step_cap) - 1
             t["failure_step"] = step
+    if rec is not None and not rec.root_seen:
+        t["untraced"] = True
     if rec is not None:
         if st.mode == "flip":
             t["flip_evals"] = rec.occ.get(st.tracer.flip[0], 0)
@@ -543,12 +555,24 @@ def write_dump(st):
         warnings.append(f"{len(timeouts)} test(s) stopped after {st.timeout:g} s under tracing (tracing is "
                         f"much slower than a plain run; raise the timeout if they do not hang): "
                         + ", ".join(timeouts[:5]) + (" ..." if len(timeouts) > 5 else ""))
+    untraced = _untraced(tests)
+    if untraced:
+        warnings.append(_untraced_warning(untraced))
     truncated = [t["id"] for t in tests if t.get("truncated")]
     if truncated:
         warnings.append(f"{len(truncated)} trace(s) truncated at the step cap ({st.step_cap} steps): "
                         + ", ".join(truncated[:5]) + (" ..." if len(truncated) > 5 else ""))
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
             "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
+
+
+def _untraced(tests):
+    return [t["id"] for t in tests if t.get("untraced")]
+
+
+def _untraced_warning(ids):
+    return (f"{len(ids)} test(s) ran but were not traced (their test function was never entered by "
+            f"traced code; no trace, no coverage): " + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
 
 
 def _q(s):
@@ -630,7 +654,10 @@ def _write_manifest(st, entries):
         f"step_cap = {st.step_cap}",
         f"test_timeout_s = {st.timeout}",
         "truncated_traces = [" + ", ".join(_q(t["id"]) for (t, tid) in entries if t.get("truncated")) + "]",
-        "warnings = [" + ", ".join(_q(x) for x in (st.reg.warnings + st.tracer.errors)[:50]) + "]",
+        "untraced_tests = [" + ", ".join(_q(x) for x in _untraced([t for (t, _) in entries])) + "]",
+        "warnings = [" + ", ".join(_q(x) for x in ([_untraced_warning(_untraced([t for (t, _) in entries]))]
+                                                   if _untraced([t for (t, _) in entries]) else [])
+                                   + (st.reg.warnings + st.tracer.errors)[:50]) + "]",
         "",
     ]
     for (t, tid) in entries:

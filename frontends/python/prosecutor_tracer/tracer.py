@@ -115,6 +115,22 @@ class Registry:
             return "app"
         return None
 
+    def mark_test_file(self, rp):
+        """`rp` defines a collected test function (a mixin in tests/__init__.py, a helper module
+        a test module imports its tests from): it is test code, wherever it is.  If it was
+        already analysed as app code (it is under SRC and was imported through the hook), its
+        facts stay (the instrumented code refers to their ids) and only the role changes."""
+        if not rp or rp in self.test_files:
+            return
+        self.test_files.add(rp)
+        f = self.files.get(rp, _MISSING)
+        if f is None:
+            del self.files[rp]        # not traced so far: analyse it again, as test code
+        elif f is not _MISSING and f.role != "test":
+            f.role = "test"
+            for m in f.methods:
+                m.role = "test"
+
     def rel_of(self, rp, role):
         root = self.src_root if role == "app" else self.cwd
         return sf.relpath_for(rp, root)

@@ -201,3 +201,118 @@ def test_void_flips_say_why(tmp_path):
     assert "ModuleNotFoundError" in r["detail"], r
 
 
+# ----------------------------------------------------------------------------------------------
+# 4. tests inherited from a base class / mixin in another module, test functions imported
+
+MIXIN_FILES = {
+    "src/lru.py": """
+        class LRU:
+            def __init__(self, size):
+                self.size = size
+                self.items = []
+
+            def get(self, k, default=None):
+                for (key, v) in self.items:
+                    if key == k:
+                        return v
+                return default
+
+            def put(self, k, v):
+                self.items = [(a, b) for (a, b) in self.items if a != k]
+                self.items.append((k, v))
+                if len(self.items) > self.size + 1:      # bug: should be > self.size
+                    self.items.pop(0)
+        """,
+    "tests/conftest.py": CONFTEST,
+    "tests/__init__.py": """
+        class CacheTestMixin:
+            def test_get(self):
+                c = self.make(2)
+                c.put("a", 1)
+                self.assertEqual(c.get("a"), 1)
+
+            def test_evict(self):
+                c = self.make(1)
+                c.put("a", 1)
+                c.put("b", 2)
+                self.assertIsNone(c.get("a"))
+        """,
+    "tests/helpers.py": """
+        from lru import LRU
+
+
+        def test_shared_overwrite():
+            c = LRU(2)
+            c.put("a", 1)
+            c.put("a", 2)
+            assert c.get("a") == 2
+        """,
+    "tests/test_lru.py": """
+        import unittest
+
+        from lru import LRU
+        from tests import CacheTestMixin
+        from tests.helpers import test_shared_overwrite
+
+
+        class TestLRU(CacheTestMixin, unittest.TestCase):
+            def make(self, n):
+                return LRU(n)
+
+            def test_own(self):
+                self.assertEqual(self.make(3).get("x", 0), 0)
+        """,
+    "tests/test_gen.py": """
+        from lru import LRU
+
+        # a test whose code comes from no file: it cannot be traced (and must be reported)
+        exec("def test_generated():\\n    assert LRU(1).get('z') is None\\n")
+        """,
+}
+
+
+@pytest.mark.parametrize("src", ["src", "."])
+def test_inherited_and_imported_tests_are_traced(tmp_path, src):
+    write(tmp_path, MIXIN_FILES)
+    d = trace(tmp_path, src=src)
+    d.check()
+    tests = d.tests()
+    assert sorted(tests) == [
+        "tests/test_gen.py::test_generated",
+        "tests/test_lru.py::TestLRU::test_evict",
+        "tests/test_lru.py::TestLRU::test_get",
+        "tests/test_lru.py::TestLRU::test_own",
+        "tests/test_lru.py::test_shared_overwrite",
+    ], sorted(tests)
+    assert tests["tests/test_lru.py::TestLRU::test_evict"]["outcome"] == "fail"
+    methods = {r[0]: r[1] for r in d.rows("method.facts")}
+    lru = "lru.py" if src == "src" else "src/lru.py"
+    roots = {
+        "tests/test_lru.py::TestLRU::test_evict": "tests/__init__.py::CacheTestMixin.test_evict",
+        "tests/test_lru.py::TestLRU::test_get": "tests/__init__.py::CacheTestMixin.test_get",
+        "tests/test_lru.py::TestLRU::test_own": "tests/test_lru.py::TestLRU.test_own",
+        "tests/test_lru.py::test_shared_overwrite": "tests/helpers.py::test_shared_overwrite",
+    }
+    for tid, root in roots.items():
+        t = tests[tid]
+        assert "trace" in t, tid
+        frames = d.frames(t["trace"])
+        assert frames["f0"][2] == root and frames["f0"][3] == "-", (tid, frames["f0"])
+        # the file the test is defined in is test code; the code under test is app code
+        assert methods[root] == "test", (root, methods.get(root))
+        assert methods[f"{lru}::LRU.get"] == "app"
+        assert any(s.startswith(lru + ":") for s in d.coverage(tid)), tid
+    # the failing test's failure point is its own assertion, in the mixin
+    t = tests["tests/test_lru.py::TestLRU::test_evict"]
+    fs = d.steps(t["trace"])[t["failure_step"]][2]
+    assert fs.startswith("tests/__init__.py:"), fs
+    # the one test that cannot be traced is named in the warnings (status and manifest)
+    gen = tests["tests/test_gen.py::test_generated"]
+    assert "trace" not in gen and not d.coverage(gen["id"])
+    for warnings in (d.status["warnings"], d.manifest["notes"]["warnings"]):
+        w = [x for x in warnings if "not traced" in x]
+        assert len(w) == 1 and w[0].startswith("1 test(s) ran but were not traced") \
+            and "tests/test_gen.py::test_generated" in w[0], warnings
+    assert d.manifest["notes"]["untraced_tests"] == ["tests/test_gen.py::test_generated"]
+
+
