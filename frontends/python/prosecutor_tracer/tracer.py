@@ -25,6 +25,45 @@ from . import static_facts as sf
 _MISSING = object()
 
 
+# Code that only renders the report of a failed assertion: app / test code it calls (directly
+# or through other opaque frames) is not program behaviour and is not traced.  Whole modules...
+REPORT_MODULES = ("_pytest.assertion", "_pytest._io", "_pytest._code", "difflib", "pprint", "reprlib")
+# ... single functions ...
+REPORT_FUNCTIONS = {
+    "unittest.util": {"safe_repr", "_common_shorten_repr", "_shorten", "strclass"},
+    "unittest.case": {"_formatMessage", "_truncateMessage", "_getAssertEqualityFunc"},
+}
+# ... and, in unittest.case, the part of an assertion method after its comparison:
+# {method: source of the `if` test deciding the outcome}; everything after that test is
+# message building (assertSequenceEqual compares the items again to find the first difference).
+REPORT_AFTER = {
+    "assertSequenceEqual": "seq1 == seq2",
+    "assertSetEqual": "not (difference1 or difference2)",
+    "assertCountEqual": "differences",
+    "assertDictEqual": "d1 != d2",
+    "assertMultiLineEqual": "first != second",
+    "_baseAssertEqual": "not first == second",
+}
+
+
+def _report_regions(path):
+    """Line ranges of unittest.case that build messages after the comparison (REPORT_AFTER)."""
+    import ast
+    out = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except Exception:
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in REPORT_AFTER:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.If) and ast.unparse(sub.test) == REPORT_AFTER[node.name]:
+                    out.append((sub.test.end_lineno + 1, node.end_lineno))
+                    break
+    return out
+
+
 class TestTimeout(BaseException):
     """Raised into a test that ran past its time limit (a BaseException so that ``except
     Exception`` in the code under test does not swallow it)."""
@@ -193,6 +232,8 @@ class Tracer:
         self.thread = None
         self.errors = []
         self._global = None
+        self._report_kind = {}       # code object -> 0 (no), 1 (report code), 2 (depends on line)
+        self._report_lines = None    # report regions of unittest.case
 
     # ------------------------------------------------------------ lifecycle
     def start(self, test_id, root_code, record_steps=True):
@@ -282,6 +323,8 @@ class Tracer:
                 caller = None
             else:
                 caller = self.stack[-1] if self.stack else None
+            if caller is not None and frame.f_back is not caller.pyframe and self._in_report(frame, caller.pyframe):
+                return None
             call_step = None
             if caller is not None:
                 call_step = caller.last_step if caller.last_step is not None else (cur.nsteps - 1 if cur.nsteps else None)
@@ -301,6 +344,43 @@ class Tracer:
         except Exception as e:
             self.errors.append(f"tracer: {type(e).__name__}: {e}")
             return None
+
+    def _in_report(self, frame, stop):
+        """Is `frame` (traced code called through opaque frames) called, below the traced frame
+        `stop`, by code that only renders an assertion's failure report?"""
+        kinds = self._report_kind
+        f = frame.f_back
+        n = 0
+        while f is not None and f is not stop and n < 1000:
+            co = f.f_code
+            k = kinds.get(co)
+            if k is None:
+                k = kinds[co] = self._classify_report(co, f)
+            if k == 1:
+                return True
+            if k == 2:
+                if self._report_lines is None:
+                    self._report_lines = _report_regions(co.co_filename)
+                ln = f.f_lineno
+                if any(a <= ln <= b for (a, b) in self._report_lines):
+                    return True
+            f = f.f_back
+            n += 1
+        return False
+
+    def _classify_report(self, co, f):
+        try:
+            mod = f.f_globals.get("__name__") or ""
+        except Exception:
+            return 0
+        if mod in REPORT_MODULES or mod.startswith(tuple(m + "." for m in REPORT_MODULES)):
+            return 1
+        names = REPORT_FUNCTIONS.get(mod)
+        if names is not None and co.co_name in names:
+            return 1
+        if mod == "unittest.case":
+            return 2
+        return 0
 
     def _make_local(self, rec):
         multi = rec.method.multi_lines

@@ -316,3 +316,105 @@ def test_inherited_and_imported_tests_are_traced(tmp_path, src):
     assert d.manifest["notes"]["untraced_tests"] == ["tests/test_gen.py::test_generated"]
 
 
+# ----------------------------------------------------------------------------------------------
+# 1. the assertion report (pytest's rewriting, unittest's messages) is not program behaviour
+
+REPORT_FILES = {
+    "src/vec.py": """
+        def fmt(x):
+            return "<%s>" % x
+
+
+        class Vec:
+            def __init__(self, *xs):
+                self.xs = list(xs)
+
+            def __eq__(self, other):
+                return isinstance(other, Vec) and self.xs == other.xs
+
+            def __hash__(self):
+                return hash(tuple(self.xs))
+
+            def __repr__(self):
+                return "Vec(" + ", ".join([fmt(x) for x in self.xs]) + ")"
+
+            def __len__(self):
+                return len(self.xs)
+
+            def __iter__(self):
+                return iter(self.xs)
+
+
+        def make(n):
+            return Vec(*range(n))
+        """,
+    "tests/conftest.py": CONFTEST,
+    "tests/test_vec.py": """
+        import unittest
+
+        from vec import Vec, make
+
+
+        def test_pytest_eq():
+            assert make(2) == Vec(0, 2)
+
+
+        def test_pytest_list():
+            assert [Vec(1), Vec(2)] == [Vec(1), Vec(3)]
+
+
+        def test_repr_genuine():
+            assert repr(make(1)) == "Vec(0)"
+
+
+        def test_repr_passing():
+            assert repr(Vec(1)) == "Vec(<1>)"
+
+
+        class TestUnit(unittest.TestCase):
+            def test_ut_eq(self):
+                self.assertEqual(make(2), Vec(0, 2))
+
+            def test_ut_list(self):
+                self.assertEqual([Vec(1), Vec(2)], [Vec(1), Vec(3)])
+
+            def test_ut_in(self):
+                self.assertIn(Vec(5), [Vec(1), Vec(2)])
+        """,
+}
+
+
+def test_assertion_report_is_not_traced(tmp_path):
+    write(tmp_path, REPORT_FILES)
+    d = trace(tmp_path)
+    d.check()
+    stmts = d.stmts()
+    # test -> (frames of Vec.__eq__ the comparison itself makes, whether __repr__ is genuine)
+    want = {
+        "test_pytest_eq": (1, False),
+        "test_pytest_list": (2, False),
+        "test_repr_genuine": (0, True),
+        "test_repr_passing": (0, True),
+        "test_ut_eq": (1, False),
+        "test_ut_list": (2, False),
+        "test_ut_in": (2, False),
+    }
+    for name, (eqs, genuine_repr) in want.items():
+        t = d.test(name)
+        assert t["outcome"] == ("pass" if name == "test_repr_passing" else "fail"), t
+        frames = [f[2] for f in d.frames(t["trace"]).values()]
+        assert frames.count("vec.py::Vec.__eq__") == eqs, (name, frames)
+        reprs = {"vec.py::Vec.__repr__", "vec.py::fmt"}
+        if genuine_repr:
+            assert reprs <= set(frames), (name, frames)
+        else:
+            assert not reprs & set(frames), (name, frames)
+            assert not {"vec.py::Vec.__len__", "vec.py::Vec.__iter__"} & set(frames), (name, frames)
+            cov = d.coverage(t["id"])
+            assert not any(stmts[s][1] in reprs for s in cov), (name, sorted(cov))
+        if t["outcome"] == "fail":
+            # the failure point is the failed assertion of the test
+            fs = stmts[d.steps(t["trace"])[t["failure_step"]][2]]
+            assert fs[3] == "tests/test_vec.py" and fs[5].startswith(("assert ", "self.assert")), (name, fs)
+
+
