@@ -21,7 +21,7 @@ import pytest
 from . import VERSION
 from . import instrument
 from . import static_facts as sf
-from .tracer import Registry, Tracer, TestTimeout
+from .tracer import Registry, Tracer, TestTimeout, exc_signature
 
 _state = None
 
@@ -288,7 +288,7 @@ def pytest_runtest_makereport(item, call):
         t["failure"] = _exc_text(call.excinfo)
         if rec is not None and rec.nsteps:
             origin = rec.origins.get(id(exc)) if exc is not None else None
-            step = origin[0] if origin is not None and origin[1] is exc else None
+            step = origin[0] if origin is not None and origin[1] == exc_signature(exc) else None
             if step is None or step < 0 or step >= min(rec.nsteps, st.step_cap):
                 step = min(rec.nsteps, st.step_cap) - 1
             t["failure_step"] = step

@@ -64,6 +64,17 @@ def _report_regions(path):
     return out
 
 
+def exc_signature(exc, tb=None):
+    """(type, code, instruction) of the innermost traceback entry of an exception: the same while
+    it propagates (entries are added at the head) or is re-raised by a bare `raise`."""
+    tb = tb if tb is not None else getattr(exc, "__traceback__", None)
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return (type(exc), None, -1)
+    return (type(exc), tb.tb_frame.f_code, tb.tb_lasti)
+
+
 class TestTimeout(BaseException):
     """Raised into a test that ran past its time limit (a BaseException so that ``except
     Exception`` in the code under test does not swallow it)."""
@@ -103,7 +114,7 @@ class TestRecord:
         self.methods = set()
         self.occ = {}
         self.truncated = False
-        self.origins = {}         # id(exception) -> (step, exception)
+        self.origins = {}         # id(exception) -> (step, exc_signature(exception))
         self.nsteps = 0
         self.root_seen = False
         self.timed_out = False
@@ -254,6 +265,8 @@ class Tracer:
         self._previous = None
         rec = self.cur
         self.active = False
+        for r in self.stack:
+            r.pyframe = None
         self.stack = []
         self.byframe = {}
         self.cur = None
@@ -431,11 +444,17 @@ class Tracer:
                 elif event == "exception":
                     cur = tracer.cur
                     if cur is not None:
+                        # the exception object is not kept (it holds its traceback, hence
+                        # frames and locals): its id and a signature that tells a propagating
+                        # exception from a new one that happens to reuse the id
                         exc = arg[1]
                         k = id(exc)
-                        if k not in cur.origins:
+                        sig = exc_signature(exc, arg[2])
+                        o = cur.origins.get(k)
+                        if o is None or o[1] != sig:
                             st = rec.last_step if rec.last_step is not None else cur.nsteps - 1
-                            cur.origins[k] = (st, exc)
+                            cur.origins[k] = (st, sig)
+                        exc = None
             except Exception as e:
                 tracer.errors.append(f"tracer: {type(e).__name__}: {e}")
             return local
@@ -499,8 +518,13 @@ class Tracer:
             while st:
                 r = st.pop()
                 self.byframe.pop(r.pyframe, None)
+                # the frame's f_trace (our closure) refers to `r`: without this, frame ->
+                # closure -> r -> frame is a cycle that keeps the frame's locals alive until
+                # the garbage collector runs (weakrefs, __del__ would see them late)
+                r.pyframe = None
                 if r is rec:
                     break
+        rec.pyframe = None
         if not st:
             self.active = False
 
@@ -515,6 +539,7 @@ class Tracer:
             while st[-1] is not rec:
                 r = st.pop()
                 self.byframe.pop(r.pyframe, None)
+                r.pyframe = None
         prev = rec.node
         cur.coverage.add(nid)
         if prev is not None:
@@ -606,61 +631,88 @@ class Tracer:
             return None
         co = frame.f_code
         pos, kwonly, vararg, kwarg, this = m.params
-        callee = frame.f_locals
-        try:
-            clocals = caller.pyframe.f_locals
-        except Exception:
-            return None
         cands = [d for d in calls if d[0] == co.co_name]
         if not cands and co.co_name == "__init__":
             cands = [d for d in calls if d[0] and d[0][:1].isupper()]
         if not cands and len(calls) == 1:
             cands = calls  # e.g. `fn(*args, **kwargs)` in a decorator's wrapper
+        if not cands:
+            return None
+        if len(cands) == 1 and not self._needs_values(cands[0], pos, this, co):
+            return self._bind_one(cands[0], pos, kwonly, vararg, kwarg, this, co, None, None)[0]
+        # Reading f_locals makes CPython (< 3.13) keep a snapshot of the frame's locals that is
+        # refreshed at each trace event: an object deleted by a line stays referenced until the
+        # frame's next event.  Only done when the values decide between candidates.
+        try:
+            callee = frame.f_locals
+            clocals = caller.pyframe.f_locals
+        except Exception:
+            return None
         best, bscore = None, -1
         for d in cands:
-            name, recv, apos, star, akw, dstar = d
-            out = []
-            score = 0
-            params = list(pos)
-            implicit = False
-            if this is not None and params and params[0] == this:
-                supplied = len(apos) + (1 if star else 0)
-                if co.co_name == "__init__" and recv is None:
-                    implicit = True
-                elif this not in akw and (supplied < len(params) or recv is not None and recv in clocals and clocals[recv] is callee.get(this)):
-                    implicit = True
-            if implicit:
-                if recv is not None and co.co_name != "__init__":
-                    out.append((this, recv))
-                    if recv in clocals and clocals[recv] is callee.get(this):
-                        score += 1
-                params = params[1:]
-            for i, a in enumerate(apos):
-                if a is None:
-                    continue
-                if i < len(params):
-                    f = params[i]
-                    out.append((f, a))
-                    if a in clocals and f in callee and clocals[a] is callee[f]:
-                        score += 1
-                elif vararg:
-                    out.append((vararg, a))
-            if star and vararg:
-                out.append((vararg, star))
-            for k, a in akw.items():
-                if a is None:
-                    continue
-                if k in params or k in kwonly:
-                    out.append((k, a))
-                    if a in clocals and k in callee and clocals[a] is callee[k]:
-                        score += 1
-                elif kwarg:
-                    out.append((kwarg, a))
-            if dstar and kwarg:
-                out.append((kwarg, dstar))
+            out, score = self._bind_one(d, pos, kwonly, vararg, kwarg, this, co, clocals, callee)
             if score > bscore:
                 best, bscore = out, score
         return best
+
+    @staticmethod
+    def _needs_values(d, pos, this, co):
+        """Whether the implicit-receiver decision of candidate `d` depends on run-time values."""
+        name, recv, apos, star, akw, dstar = d
+        if this is None or not pos or pos[0] != this or this in akw:
+            return False
+        if co.co_name == "__init__" and recv is None:
+            return False
+        supplied = len(apos) + (1 if star else 0)
+        return not supplied < len(pos) and recv is not None
+
+    @staticmethod
+    def _bind_one(d, pos, kwonly, vararg, kwarg, this, co, clocals, callee):
+        """(bindings, score) of one candidate call; clocals / callee None: values not read (the
+        score is then meaningless)."""
+        if clocals is None:
+            clocals, callee = {}, {}
+        name, recv, apos, star, akw, dstar = d
+        out = []
+        score = 0
+        params = list(pos)
+        implicit = False
+        if this is not None and params and params[0] == this:
+            supplied = len(apos) + (1 if star else 0)
+            if co.co_name == "__init__" and recv is None:
+                implicit = True
+            elif this not in akw and (supplied < len(params) or recv is not None and recv in clocals and clocals[recv] is callee.get(this)):
+                implicit = True
+        if implicit:
+            if recv is not None and co.co_name != "__init__":
+                out.append((this, recv))
+                if recv in clocals and clocals[recv] is callee.get(this):
+                    score += 1
+            params = params[1:]
+        for i, a in enumerate(apos):
+            if a is None:
+                continue
+            if i < len(params):
+                f = params[i]
+                out.append((f, a))
+                if a in clocals and f in callee and clocals[a] is callee[f]:
+                    score += 1
+            elif vararg:
+                out.append((vararg, a))
+        if star and vararg:
+            out.append((vararg, star))
+        for k, a in akw.items():
+            if a is None:
+                continue
+            if k in params or k in kwonly:
+                out.append((k, a))
+                if a in clocals and k in callee and clocals[a] is callee[k]:
+                    score += 1
+            elif kwarg:
+                out.append((kwarg, a))
+        if dstar and kwarg:
+            out.append((kwarg, dstar))
+        return out, score
 
     # ------------------------------------------------------------ inference
     def infer_branches(self, rec, failure_step=None):

@@ -418,3 +418,129 @@ def test_assertion_report_is_not_traced(tmp_path):
             assert fs[3] == "tests/test_vec.py" and fs[5].startswith(("assert ", "self.assert")), (name, fs)
 
 
+# ----------------------------------------------------------------------------------------------
+# 3. tracing keeps no user object alive: weakrefs, finalizers and gc see what a plain run sees
+
+GC_FILES = {
+    "src/reg.py": """
+        import weakref
+
+
+        class Node:
+            live = 0
+
+            def __init__(self, name):
+                self.name = name
+                Node.live += 1
+
+            def __del__(self):
+                Node.live -= 1
+
+
+        class Registry:
+            def __init__(self):
+                self.items = weakref.WeakValueDictionary()
+
+            def add(self, key, obj):
+                try:
+                    old = self.items[key]       # a KeyError, caught: its traceback holds `obj`
+                except KeyError:
+                    old = None
+                self.items[key] = obj
+                return obj if old is None else old
+
+            def get(self, key):
+                return self.items.get(key)
+
+
+        def check(obj):
+            if obj.name == "bad":
+                raise ValueError("bad node " + obj.name)
+            return obj
+
+
+        def make(name):
+            return Node(name)
+        """,
+    "tests/conftest.py": CONFTEST,
+    "tests/test_gc.py": """
+        import gc
+        import weakref
+
+        from reg import Node, Registry, check, make
+
+
+        def test_wvd_entry_disappears():
+            r = Registry()
+            n = r.add("a", make("a"))
+            check(n)
+            del n
+            gc.collect()
+            assert r.get("a") is None
+
+
+        def test_weakref_without_gc():
+            n = make("b")
+            w = weakref.ref(n)
+            check(n)
+            del n
+            assert w() is None
+
+
+        def test_caught_exception():
+            n = make("bad")
+            w = weakref.ref(n)
+            try:
+                check(n)
+            except ValueError:
+                pass
+            del n
+            gc.collect()
+            assert w() is None
+
+
+        def test_weakset_and_finalize():
+            s = weakref.WeakSet()
+            done = []
+            n = make("c")
+            s.add(n)
+            weakref.finalize(n, done.append, "c")
+            check(n)
+            del n
+            assert len(s) == 0 and done == ["c"]
+
+
+        def test_del_counts():
+            before = Node.live
+            for name in ("d", "e"):
+                check(make(name))
+            assert Node.live == before
+
+
+        def test_fails_and_leaves_one_behind():
+            n = make("left")
+            check(n)
+            assert n.name == "right"
+
+
+        def test_counts_live_instances():
+            assert Node.live == 1        # the failed test's traceback keeps its node (plain pytest too)
+
+
+        def test_counts_live_instances_after_gc():
+            gc.collect()
+            assert Node.live == 0
+        """,
+}
+
+
+def test_tracing_keeps_no_object_alive(tmp_path):
+    write(tmp_path, GC_FILES)
+    want, out = plain(tmp_path)
+    assert len(want) == 8, out
+    assert list(want.values()).count("fail") == 1, out
+    d = trace(tmp_path)
+    got = {t["id"]: t["outcome"] for t in d.manifest["test"]}
+    assert got == want, d.proc.stdout
+    d.check()
+    assert all("trace" in t for t in d.manifest["test"])
