@@ -77,6 +77,11 @@ def main(argv=None):
         "PROSECUTOR_TEST_TIMEOUT": str(a.timeout if a.timeout is not None else cfg.get("timeout", 10)),
         "PROSECUTOR_STEP_CAP": str(cfg.get("step_cap", 2_000_000)),
     })
+    match = (cfg.get("tests") or {}).get(a.test)
+    if match:
+        env["PROSECUTOR_FLIP_MATCH"] = json.dumps(match)
+    else:
+        env.pop("PROSECUTOR_FLIP_MATCH", None)
     if a.config:
         env["PROSECUTOR_EXCLUDE"] = os.path.dirname(os.path.abspath(a.config))  # the dump itself
     env.pop("PROSECUTOR_OUT", None)

@@ -10,6 +10,7 @@ import inspect
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import sys
@@ -67,6 +68,7 @@ class State:
         self.flip_unmatched = None   # "test not matched: ..." when the flip test cannot be found
         self.flip_matched = None     # how it was found when its node id changed
         self.collect_errors = []
+        self.param_counts = {}       # function (node id without parameters) -> parametrizations
         self.tracer = Tracer(self.reg, step_cap=self.step_cap, flip=flip)
         self.tests = []           # dicts in run order
         self.by_id = {}
@@ -203,13 +205,108 @@ def pytest_collection_modifyitems(session, config, items):
             if rp not in st.reg.test_files:
                 st.reg.mark_test_file(rp)
                 st.tracer.code_cache.clear()
+    st.param_counts = {}
+    for it in items:
+        if getattr(it, "callspec", None) is not None:
+            b = _base_id(it)
+            st.param_counts[b] = st.param_counts.get(b, 0) + 1
     if st.mode == "flip":
-        keep = [it for it in items if it.nodeid == st.flip_test]
-        desel = [it for it in items if it.nodeid != st.flip_test]
+        chosen = _match_flip_test(st, items)
+        keep = [it for it in items if it is chosen]
+        desel = [it for it in items if it is not chosen]
         if desel:
             config.hook.pytest_deselected(items=desel)
         items[:] = keep
     st.collected = len(items)
+
+
+# ---------------------------------------------------------------- matching a test across runs
+# A node id can differ between the traced run and a re-run (parametrize over a set whose order
+# depends on hashing, ids made of object addresses): failing tests that are parametrized get a
+# fingerprint in rerun.json (their function, the parameters' values as stable text, their
+# indices), and a re-run matches on it when the node id alone is not reliable.
+
+_ADDR = re.compile(r"0x[0-9a-fA-F]{4,}")
+
+
+def _stable_repr(v, depth=0):
+    """Text of a parameter value that does not depend on hashing or addresses."""
+    try:
+        if depth < 4 and isinstance(v, (set, frozenset)):
+            return type(v).__name__ + "({" + ", ".join(sorted(_stable_repr(x, depth + 1) for x in v)) + "})"
+        if depth < 4 and isinstance(v, dict):
+            return "{" + ", ".join(sorted(_stable_repr(k, depth + 1) + ": " + _stable_repr(x, depth + 1)
+                                          for k, x in v.items())) + "}"
+        if depth < 4 and type(v) in (list, tuple):
+            return type(v).__name__ + "(" + ", ".join(_stable_repr(x, depth + 1) for x in v) + ")"
+        r = repr(v)
+    except Exception:
+        r = "<unrepresentable " + type(v).__qualname__ + ">"
+    return sf.one_line(_ADDR.sub("0x?", r), 500)
+
+
+def _base_id(item):
+    parent = getattr(item, "parent", None)
+    name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+    return (parent.nodeid + "::" + name) if parent is not None and parent.nodeid else name
+
+
+def _fingerprint(st, item):
+    cs = getattr(item, "callspec", None)
+    if cs is None:
+        return None
+    try:
+        b = _base_id(item)
+        return {"base": b, "params": {k: _stable_repr(v) for k, v in sorted(cs.params.items())},
+                "indices": {k: int(i) for k, i in sorted(cs.indices.items())},
+                "count": st.param_counts.get(b, 0)}
+    except Exception:
+        return None
+
+
+def _match_flip_test(st, items):
+    """The item to re-run: the node id if it names the same test, else the one test of the same
+    function whose parameters have the recorded values, else (same number of parametrizations)
+    the one with the same parameter indices.  Sets st.flip_unmatched / st.flip_matched."""
+    want = st.flip_test
+    try:
+        fp = json.loads(os.environ.get("PROSECUTOR_FLIP_MATCH") or "null")
+    except ValueError:
+        fp = None
+    exact = [it for it in items if it.nodeid == want]
+    if not isinstance(fp, dict) or "base" not in fp:
+        return exact[0] if exact else None
+    cands = [it for it in items if getattr(it, "callspec", None) is not None and _base_id(it) == fp["base"]]
+    if not cands:
+        return exact[0] if exact else None
+    def params(it):
+        return {k: _stable_repr(v) for k, v in sorted(it.callspec.params.items())}
+    same_values = [it for it in cands if params(it) == fp.get("params")]
+    chosen, how = None, None
+    if len(same_values) == 1:
+        chosen, how = same_values[0], "by its parameter values"
+    else:
+        pool = same_values or cands
+        why = "several tests have its parameter values" if same_values else "its parameter values differ in this run"
+        ex = [it for it in pool if it.nodeid == want]
+        if ex:
+            chosen, how = ex[0], f"by its node id ({why})"
+        elif len(cands) == fp.get("count"):
+            # the same number of parametrizations: the same position in their order
+            idx = [it for it in pool if {k: int(i) for k, i in it.callspec.indices.items()} == fp.get("indices")]
+            if len(idx) == 1:
+                chosen, how = idx[0], f"by its parameter indices ({why})"
+    if chosen is None:
+        shown = ", ".join(f"{k}={v}" for k, v in (fp.get("params") or {}).items())
+        st.flip_unmatched = (f"test not matched: {want} ({len(cands)} tests of {fp['base']} here, "
+                             f"{fp.get('count', '?')} when traced; "
+                             + (f"{len(same_values)} with the recorded parameters {shown}" if same_values else
+                                f"none with the recorded parameters {shown}") + ")")
+        return None
+    if chosen.nodeid != want or same_values != [chosen]:
+        st.flip_matched = f"test matched as {chosen.nodeid} {how}"
+    st.flip_test = chosen.nodeid
+    return chosen
 
 
 def _root_code(item):
@@ -282,6 +379,7 @@ def pytest_runtest_makereport(item, call):
     st.current = None
     t = {"id": item.nodeid, "outcome": "pass" if rep.passed else "fail", "duration_ms": int(dur * 1000), "rec": None}
     if rep.failed:
+        t["match"] = _fingerprint(st, item)
         exc = call.excinfo.value if call.excinfo is not None else None
         timed_out = isinstance(exc, TestTimeout) or (rec is not None and rec.timed_out)
         t["failure_kind"] = "timeout" if timed_out else ("assertion" if isinstance(exc, AssertionError) else "exception")
@@ -626,7 +724,8 @@ def _write_manifest(st, entries):
     pkg_parent = _pkg_parent()
     user_env = user_environment()
     rerun_cfg = {"src": st.src, "cwd": st.cwd, "command": argv, "timeout": st.timeout,
-                 "step_cap": st.step_cap, "pythonpath": pkg_parent, "env": user_env}
+                 "step_cap": st.step_cap, "pythonpath": pkg_parent, "env": user_env,
+                 "tests": {t["id"]: t["match"] for (t, _) in entries if t.get("match")}}
     cfg_path = os.path.abspath(os.path.join(st.out, "rerun.json"))
     with open(cfg_path, "w", encoding="utf-8") as fh:
         json.dump(rerun_cfg, fh, indent=1)

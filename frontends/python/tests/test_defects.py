@@ -544,3 +544,86 @@ def test_tracing_keeps_no_object_alive(tmp_path):
     assert got == want, d.proc.stdout
     d.check()
     assert all("trace" in t for t in d.manifest["test"])
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. node ids that differ between the traced run and a re-run
+
+IDS_FILES = {
+    "src/words.py": """
+        def vowels(word):
+            n = 0
+            for ch in word:
+                if ch in "aeio":          # bug: "u" is missing
+                    n += 1
+            return n
+        """,
+    "tests/conftest.py": CONFTEST,
+    "tests/test_words.py": """
+        import os
+
+        import pytest
+
+        from words import vowels
+
+        COUNT = {"fig": 1, "kiwi": 2, "plum": 1, "apple": 2, "mango": 2, "lemon": 2}
+
+
+        class W:
+            def __init__(self, w):
+                self.w = w
+
+            def __hash__(self):
+                return hash(self.w)
+
+            def __eq__(self, other):
+                return isinstance(other, W) and other.w == self.w
+
+            def __repr__(self):
+                return f"W({self.w!r})"
+
+
+        # a set: its order (so the ids w0 ... w5) depends on the hash seed
+        @pytest.mark.parametrize("w", {W(x) for x in COUNT})
+        def test_set_order(w):
+            assert vowels(w.w) == COUNT[w.w]
+
+
+        # ids made of object addresses: never the same twice
+        @pytest.mark.parametrize("w", [W("fig"), W("plum")], ids=lambda w: f"{w.w}-{id(w):x}")
+        def test_address_ids(w):
+            assert vowels(w.w) == COUNT[w.w]
+
+
+        # values (and their number) that change between runs: cannot be matched
+        @pytest.mark.parametrize("tag", [f"{os.getpid()}-{i}" for i in range(int(os.environ.get("NTAGS", "2")))])
+        def test_run_dependent(tag):
+            assert vowels("plum" + tag) == 1
+        """,
+}
+
+
+def test_parametrized_ids_that_change_between_runs(tmp_path):
+    write(tmp_path, IDS_FILES)
+    # the user's own hash seed: every process orders the set differently
+    d = trace(tmp_path, base_env(hashseed="random"))
+    fails = sorted(t["id"] for t in d.manifest["test"] if t["outcome"] == "fail")
+    assert len(fails) == 4, fails       # plum x2, and both run-dependent tags
+    stmt = "words.py:5:8"                # `if ch in "aeio"`; its 3rd evaluation sees the "u" of plum
+    env = base_env()
+    for tid in fails:
+        if "test_run_dependent" in tid:
+            continue
+        r = d.flip(tid, stmt, 3, tmp_path / "r.json", env)
+        # the same test was re-run (plum: flipping the "u" makes it pass), whatever its id now
+        assert r["outcome"] == "pass" and r["flipped"] is True, (tid, r)
+        if "test_address_ids" in tid:
+            assert "; test matched as tests/test_words.py::test_address_ids[plum-" in r["detail"], r
+            assert r["detail"].endswith(" by its parameter values"), r
+    # a test whose parameters (and their number) differ in the re-run is reported, not guessed
+    tid = next(t for t in fails if "test_run_dependent" in t)
+    env["NTAGS"] = "3"
+    r = d.flip(tid, stmt, 3, tmp_path / "r.json", env)
+    assert r["outcome"] == "crash" and r["flipped"] is False, r
+    assert r["detail"].startswith(f"test not matched: {tid} (3 tests of tests/test_words.py::test_run_dependent "
+                                  f"here, 2 when traced; none with the recorded parameters tag='"), r
