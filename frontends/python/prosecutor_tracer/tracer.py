@@ -26,8 +26,10 @@ _MISSING = object()
 
 
 # Code that only renders the report of a failed assertion: app / test code it calls (directly
-# or through other opaque frames) is not program behaviour and is not traced.  Whole modules...
-REPORT_MODULES = ("_pytest.assertion", "_pytest._io", "_pytest._code", "difflib", "pprint", "reprlib")
+# or through other opaque frames) is not program behaviour and is not traced.  Whole modules
+# (difflib, pprint, reprlib are not among them: app code may use them for real; they are
+# reporting only when called from the code below) ...
+REPORT_MODULES = ("_pytest.assertion", "_pytest._io")
 # ... single functions ...
 REPORT_FUNCTIONS = {
     "unittest.util": {"safe_repr", "_common_shorten_repr", "_shorten", "strclass"},

@@ -371,6 +371,11 @@ REPORT_FILES = {
             assert repr(Vec(1)) == "Vec(<1>)"
 
 
+        def test_pformat_genuine():
+            import pprint
+            assert pprint.pformat([Vec(1)]) == "[Vec(<1>)]"
+
+
         class TestUnit(unittest.TestCase):
             def test_ut_eq(self):
                 self.assertEqual(make(2), Vec(0, 2))
@@ -395,13 +400,14 @@ def test_assertion_report_is_not_traced(tmp_path):
         "test_pytest_list": (2, False),
         "test_repr_genuine": (0, True),
         "test_repr_passing": (0, True),
+        "test_pformat_genuine": (0, True),
         "test_ut_eq": (1, False),
         "test_ut_list": (2, False),
         "test_ut_in": (2, False),
     }
     for name, (eqs, genuine_repr) in want.items():
         t = d.test(name)
-        assert t["outcome"] == ("pass" if name == "test_repr_passing" else "fail"), t
+        assert t["outcome"] == ("pass" if name in ("test_repr_passing", "test_pformat_genuine") else "fail"), t
         frames = [f[2] for f in d.frames(t["trace"]).values()]
         assert frames.count("vec.py::Vec.__eq__") == eqs, (name, frames)
         reprs = {"vec.py::Vec.__repr__", "vec.py::fmt"}
