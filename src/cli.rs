@@ -72,6 +72,15 @@ pub struct ModelArgs {
     /// A rule file (default: the built-in rules/epg.dl).
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// Run a variant of `eval`'s table by its id (prosecutor, prosecutor-nocfx, prosecutor-f,
+    /// prosecutor-fp, prosecutor-nocompress, prosecutor-nospectrum, prosecutor-paper-rules,
+    /// prosecutor-paper; src/variants.rs): its settings override the flags above and below.
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Weight of the spectrum likelihood of each statement (docs/model.md; 0 = off, the
+    /// paper's model).
+    #[arg(long, default_value_t = crate::localize::SPECTRUM_WEIGHT)]
+    pub spectrum_weight: f64,
     /// Which traces build the model: f (failing only), fp (failing + passing), both (aggregated).
     #[arg(long, value_enum, default_value = "both")]
     pub mode: Mode,
@@ -119,8 +128,8 @@ pub enum ScheduleArg {
 
 impl ModelArgs {
     pub fn options(&self) -> Result<(Rules, Options), Error> {
-        let rules = Rules::load(self.rules.as_deref())?;
-        let o = Options {
+        let mut rules = Rules::load(self.rules.as_deref())?;
+        let mut o = Options {
             mode: self.mode,
             compress: !self.no_compress,
             passing: self.passing,
@@ -144,7 +153,19 @@ impl ModelArgs {
             k: self.k,
             cfx: CfxSource::Off,
             cfx_model: self.cfx_model,
+            spectrum_weight: self.spectrum_weight,
         };
+        if !(self.spectrum_weight.is_finite() && self.spectrum_weight >= 0.0) {
+            return Err(Error::Other(format!(
+                "--spectrum-weight must be a non-negative number, found {}",
+                self.spectrum_weight
+            )));
+        }
+        if let Some(id) = &self.variant {
+            if let Some(r) = crate::variants::Variant::by_id(id)?.apply(&mut o)? {
+                rules = r;
+            }
+        }
         o.cpd.validate().map_err(|e| Error::Other(e.to_string()))?;
         o.bp.validate().map_err(|e| Error::Other(e.to_string()))?;
         Ok((rules, o))
@@ -346,7 +367,11 @@ pub fn try_main() -> Result<i32, Error> {
             };
             let (rules, mut o) = a.model.options()?;
             o.granularity = a.granularity;
-            o.cfx = if a.no_cfx {
+            let variant_cfx = match &a.model.variant {
+                Some(id) => crate::variants::Variant::by_id(id)?.cfx(),
+                None => true,
+            };
+            o.cfx = if a.no_cfx || !variant_cfx {
                 CfxSource::Off
             } else if let Some(p) = &a.cfx {
                 CfxSource::Results(p.clone())

@@ -22,3 +22,4 @@ pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod synth;
+pub mod variants;

@@ -32,10 +32,15 @@ impl Rules {
                 (text, p.display().to_string())
             }
         };
-        let program = datalog::Program::parse(&text, &name)
+        Rules::parse(&text, &name)
+    }
+
+    /// Parses and checks a rule program read from `name`.
+    pub fn parse(text: &str, name: &str) -> Result<Rules, Error> {
+        let program = datalog::Program::parse(text, name)
             .map_err(|d| Error::Epg(EpgError::Rules(d.to_string())))?;
         Ok(Rules::Interpreted {
-            path: name,
+            path: name.to_owned(),
             program: Box::new(program),
         })
     }

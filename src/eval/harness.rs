@@ -7,59 +7,45 @@ use std::time::{Duration, Instant};
 use crate::dump::Dump;
 use crate::localize::cfx::{ExperimentResult, RunOptions};
 use crate::localize::ranking::{rank, Granularity, Ranked};
-use crate::localize::{self, CfxSource, Mode, Options};
+use crate::localize::{self, CfxSource, Options};
 use crate::pipeline::Rules;
+use crate::variants::{Variant, VARIANTS};
 
 use super::baseline::{self, Technique};
 use super::manifest::{Case, Source};
 use super::score::{filter_ranking, locate, path_suffix_eq, Located};
 
-/// PROSECUTOR and its four ablations (paper Table 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Variant {
-    /// Full: F and F∪P aggregated, counterfactual experiments, trace compression.
-    Full,
-    /// Without counterfactual experiments ("w/o Cfx").
-    NoCfx,
-    /// Failing traces only, no aggregation ("F").
-    F,
-    /// Failing and passing traces, no aggregation ("F∪P").
-    Fp,
-    /// Without loop compression of traces.
-    NoCompress,
-}
-
 /// A technique of the evaluation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tech {
-    Prosecutor(Variant),
+    /// PROSECUTOR or one of its ablations (declared in `crate::variants`).
+    Prosecutor(&'static Variant),
     Baseline(Technique),
 }
 
 impl Tech {
     /// Every technique, in table order.
     pub fn all() -> Vec<Tech> {
-        [
-            Variant::Full,
-            Variant::NoCfx,
-            Variant::F,
-            Variant::Fp,
-            Variant::NoCompress,
-        ]
-        .into_iter()
-        .map(Tech::Prosecutor)
-        .chain(Technique::all().into_iter().map(Tech::Baseline))
-        .collect()
+        VARIANTS
+            .iter()
+            .map(Tech::Prosecutor)
+            .chain(Technique::all().into_iter().map(Tech::Baseline))
+            .collect()
+    }
+
+    /// PROSECUTOR as shipped.
+    pub fn full() -> Tech {
+        Tech::Prosecutor(Variant::full())
+    }
+
+    pub fn is_full(self) -> bool {
+        matches!(self, Tech::Prosecutor(v) if v.is_full())
     }
 
     /// Machine name (cases.csv).
     pub fn id(self) -> &'static str {
         match self {
-            Tech::Prosecutor(Variant::Full) => "prosecutor",
-            Tech::Prosecutor(Variant::NoCfx) => "prosecutor-nocfx",
-            Tech::Prosecutor(Variant::F) => "prosecutor-f",
-            Tech::Prosecutor(Variant::Fp) => "prosecutor-fp",
-            Tech::Prosecutor(Variant::NoCompress) => "prosecutor-nocompress",
+            Tech::Prosecutor(v) => v.id,
             Tech::Baseline(t) => t.name(),
         }
     }
@@ -67,11 +53,7 @@ impl Tech {
     /// Display name (summary.md, topk.svg).
     pub fn label(self) -> &'static str {
         match self {
-            Tech::Prosecutor(Variant::Full) => "PROSECUTOR",
-            Tech::Prosecutor(Variant::NoCfx) => "w/o Cfx",
-            Tech::Prosecutor(Variant::F) => "F",
-            Tech::Prosecutor(Variant::Fp) => "F∪P",
-            Tech::Prosecutor(Variant::NoCompress) => "w/o compression",
+            Tech::Prosecutor(v) => v.label,
             Tech::Baseline(t) => t.label(),
         }
     }
@@ -218,7 +200,7 @@ impl CfxCache {
 
     /// Where variant `id` writes its outcomes (the full run: `<case>.json`).
     fn file_of(&self, id: &str) -> PathBuf {
-        if id == Tech::Prosecutor(Variant::Full).id() {
+        if id == Tech::full().id() {
             return self.file.clone();
         }
         let stem = self
@@ -300,21 +282,25 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
                     cfx_model: s.cfx_model,
                     ..Options::default()
                 };
-                match v {
-                    Variant::Full | Variant::NoCfx => {}
-                    Variant::F => o.mode = Mode::F,
-                    Variant::Fp => o.mode = Mode::Fp,
-                    Variant::NoCompress => o.compress = false,
-                }
-                if experiments && v != Variant::NoCfx {
+                if experiments && v.cfx() {
                     o.cfx = CfxSource::Run(RunOptions {
                         known: cache.known(),
                         ..run_opts.clone()
                     });
                 }
-                localize::localize(&dump, s.rules, &o)
+                v.apply(&mut o)
                     .map_err(|e| e.to_string())
+                    .and_then(|rules| {
+                        localize::localize(&dump, rules.as_ref().unwrap_or(s.rules), &o)
+                            .map_err(|e| e.to_string())
+                    })
                     .map(|r| {
+                        if !r.experiments.is_empty() {
+                            if let Some(w) = crate::localize::cfx::degraded_summary(&r.experiments)
+                            {
+                                eprintln!("prosecutor: {}: {}: {w}", case.name, tech.id());
+                            }
+                        }
                         if !r.experiments.is_empty() {
                             cache.remember(&r.experiments);
                             let path = cache.file_of(tech.id());

@@ -22,7 +22,7 @@ use crate::error::Error;
 use crate::localize::{ConvergenceReport, Mode, Report, Stats};
 
 pub use baseline::Technique;
-pub use harness::{run_case, CaseResult, Run, Settings, Tech, Variant};
+pub use harness::{run_case, CaseResult, Run, Settings, Tech};
 pub use manifest::{Case, EvalManifest};
 pub use score::{locate, FaultyLines, Located};
 

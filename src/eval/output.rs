@@ -24,6 +24,9 @@ pub struct TechSummary {
     pub hits_avg: Vec<f64>,
     /// EXAM per case (1 for a run that failed or ranked nothing).
     pub exam: Vec<f64>,
+    /// Pessimistic position of the fault per case; a fault not ranked (or a failed run) counts
+    /// as one past the longest ranking any technique gave for that case.
+    pub positions: Vec<f64>,
     /// Times of the runs without error.
     pub seconds: Vec<f64>,
     pub not_found: usize,
@@ -38,6 +41,24 @@ fn run_of(c: &CaseResult, tech: Tech) -> Option<&Run> {
 /// EXAM of a run; a failed run or an empty ranking counts as examining everything.
 pub fn run_exam(r: &Run) -> f64 {
     r.located.as_ref().and_then(|l| l.exam()).unwrap_or(1.0)
+}
+
+/// Pessimistic position of the fault in a run; not ranked or failed: one past the longest
+/// ranking of the case (so that a short ranking is no advantage).
+pub fn run_position(c: &CaseResult, r: &Run) -> f64 {
+    match r.located.as_ref().and_then(|l| l.position) {
+        Some(p) => p.worst,
+        None => {
+            let longest = c
+                .runs
+                .iter()
+                .filter_map(|r| r.located.as_ref())
+                .map(|l| l.n_lines)
+                .max()
+                .unwrap_or(0);
+            longest as f64 + 1.0
+        }
+    }
 }
 
 pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
@@ -63,6 +84,10 @@ pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
                 hits: TOP_K.iter().map(|&k| hit(k)).collect(),
                 hits_avg: TOP_K_AVG.iter().map(|&k| hit_avg(k)).collect(),
                 exam: runs.iter().map(|r| run_exam(r)).collect(),
+                positions: ok
+                    .iter()
+                    .filter_map(|c| run_of(c, tech).map(|r| run_position(c, r)))
+                    .collect(),
                 // time of the runs that produced a ranking (a failure is often instantaneous)
                 seconds: runs
                     .iter()
@@ -103,8 +128,8 @@ pub fn technique_table(sums: &[TechSummary]) -> String {
     for k in TOP_K_AVG {
         let _ = write!(s, " @{k} avg |");
     }
-    s.push_str(" EXAM median % | EXAM mean % | not found | errors | median s |\n|---|");
-    s.push_str(&"---:|".repeat(TOP_K.len() + TOP_K_AVG.len() + 5));
+    s.push_str(" EXAM median % | EXAM mean % | mean pos | not found | errors | median s |\n|---|");
+    s.push_str(&"---:|".repeat(TOP_K.len() + TOP_K_AVG.len() + 6));
     s.push('\n');
     for t in sums {
         let _ = write!(s, "| {} |", t.tech.label());
@@ -116,11 +141,13 @@ pub fn technique_table(sums: &[TechSummary]) -> String {
         }
         let ex = Summary::of(&t.exam);
         let secs = Summary::of(&t.seconds);
+        let pos = Summary::of(&t.positions);
         let _ = writeln!(
             s,
-            " {} | {} | {} | {} | {} |",
+            " {} | {} | {} | {} | {} | {} |",
             pct(ex.map(|e| e.median)),
             pct(ex.map(|e| e.mean)),
+            pos.map_or("–".to_owned(), |p| format!("{:.1}", p.mean)),
             t.not_found,
             t.errors,
             secs.map_or("–".to_owned(), |x| format!("{:.3}", x.median))
@@ -314,7 +341,7 @@ fn style(i: usize, t: Tech) -> (&'static str, &'static str, f64) {
     ];
     let color = COLORS[i % COLORS.len()];
     match t {
-        Tech::Prosecutor(super::harness::Variant::Full) => (color, "", 3.0),
+        t if t.is_full() => (color, "", 3.0),
         Tech::Prosecutor(_) => (color, "6 3", 1.8),
         Tech::Baseline(_) => (color, "", 1.5),
     }
@@ -461,9 +488,9 @@ pub fn topk_svg(results: &[CaseResult]) -> String {
 mod tests {
     use super::*;
     use crate::eval::baseline::Technique;
-    use crate::eval::harness::Variant;
     use crate::eval::score::{locate, FaultyLines};
     use crate::localize::ranking::Ranked;
+    use crate::variants::Variant;
 
     /// A ranking computed from marginals that did not converge still counts, but is marked in
     /// the per-case table, listed with its final change, and `no` in cases.csv.
@@ -493,10 +520,13 @@ mod tests {
             trace_seconds: 0.0,
             runs: vec![
                 run(
-                    Tech::Prosecutor(Variant::Full),
+                    Tech::full(),
                     &["F∪P initial: max change 1.280e-1 after 2000 iterations"],
                 ),
-                run(Tech::Prosecutor(Variant::F), &[]),
+                run(
+                    Tech::Prosecutor(Variant::by_id("prosecutor-f").unwrap()),
+                    &[],
+                ),
                 run(Tech::Baseline(Technique::all()[0]), &[]),
             ],
         }];

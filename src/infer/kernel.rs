@@ -18,7 +18,7 @@ const TINY: f64 = 1e-150;
 
 /// Logistic function `1 / (1 + e^{-l})`, exact at `±∞`.
 #[inline]
-pub(crate) fn sigmoid(l: f64) -> f64 {
+pub fn sigmoid(l: f64) -> f64 {
     if l >= 0.0 {
         1.0 / (1.0 + (-l).exp())
     } else {

@@ -125,7 +125,9 @@ pub use bench::{bench_report, bench_runs, BenchRun};
 pub use bp::loopy_bp;
 pub use dag::Dag;
 pub use exact::{exact, MAX_EXACT_UNOBSERVED};
-pub use kernel::{ln_sigmoid, noisy_or_factor_messages, noisy_or_factor_messages_brute_force};
+pub use kernel::{
+    ln_sigmoid, noisy_or_factor_messages, noisy_or_factor_messages_brute_force, sigmoid,
+};
 pub use synth::synthetic_dag;
 
 use serde::Serialize;

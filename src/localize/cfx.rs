@@ -386,3 +386,54 @@ pub fn degraded_summary(results: &[ExperimentResult]) -> Option<String> {
     }
     Some(line)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(outcome: CfxOutcome, detail: &str) -> ExperimentResult {
+        ExperimentResult {
+            experiment: Experiment {
+                id: 0,
+                test: "t".into(),
+                trace: "t".into(),
+                step: 3,
+                stmt: "a.py:3:4".into(),
+                occurrence: 1,
+                file: "a.py".into(),
+                line: 3,
+                score: 0.5,
+            },
+            outcome,
+            detail: detail.into(),
+            duration_ms: 5,
+        }
+    }
+
+    /// Void, timed-out and crashed experiments are counted by outcome and reason (the reason
+    /// without its particulars), with an example; passes and failures are information.
+    #[test]
+    fn experiments_without_information_are_counted_by_reason() {
+        assert_eq!(degraded_summary(&[result(CfxOutcome::Pass, "")]), None);
+        let rs = [
+            result(CfxOutcome::Pass, ""),
+            result(CfxOutcome::Fail, ""),
+            result(CfxOutcome::Void, "test not collected: tests/t.py::test_a"),
+            result(CfxOutcome::Void, "test not collected: tests/t.py::test_b"),
+            result(CfxOutcome::Void, "branch instance not reached"),
+            result(CfxOutcome::Timeout, "killed after 10000 ms"),
+        ];
+        let s = degraded_summary(&rs).unwrap();
+        assert!(
+            s.starts_with("4 of 6 counterfactual experiments gave no information: "),
+            "{s}"
+        );
+        assert!(s.contains("1 timeout (killed after 10000 ms)"), "{s}");
+        assert!(s.contains("1 void (branch instance not reached)"), "{s}");
+        assert!(
+            s.contains("2 void (test not collected; e.g. test not collected: tests/t.py::test_a)"),
+            "{s}"
+        );
+        assert!(s.contains("--cfx-timeout"), "{s}");
+    }
+}

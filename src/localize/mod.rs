@@ -9,6 +9,7 @@
 pub mod cfx;
 pub mod evidence;
 pub mod ranking;
+pub mod spectrum;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -17,7 +18,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::dump::{Dump, Role};
+use crate::dump::{Dump, Role, StmtId};
 use crate::epg::Epg;
 use crate::error::Error;
 use crate::forward::{Premises, TraceView, Vertex};
@@ -77,7 +78,13 @@ pub struct Options {
     /// Refuse to build a model over more trace steps than this (after compression); `None` = no
     /// limit. A guard for harnesses: an uncompressed endless loop can hold millions of steps.
     pub max_steps: Option<usize>,
+    /// Weight of the spectrum likelihood added to each statement's posterior log-odds
+    /// ([`spectrum`]; 0 = the paper's model).
+    pub spectrum_weight: f64,
 }
+
+/// Default of [`Options::spectrum_weight`].
+pub const SPECTRUM_WEIGHT: f64 = 1.0;
 
 impl Default for Options {
     fn default() -> Self {
@@ -96,6 +103,7 @@ impl Default for Options {
             cfx: CfxSource::Off,
             cfx_model: CfxModel::Successors,
             max_steps: None,
+            spectrum_weight: SPECTRUM_WEIGHT,
         }
     }
 }
@@ -244,17 +252,32 @@ impl Model {
         })
     }
 
-    /// `Pr(¬l | e)` per executed statement.
-    pub fn stmt_scores(&self, m: &Marginals) -> StmtScores {
+    /// `Pr(¬l | e)` per executed statement; with `spectrum` (log-likelihood ratios and their
+    /// weight), the log-odds gain `w · ln(L(l) / max L)` ([`spectrum`]).
+    pub fn stmt_scores(
+        &self,
+        m: &Marginals,
+        spectrum: Option<(&HashMap<StmtId, f64>, f64)>,
+    ) -> StmtScores {
         self.premises
             .vertices
             .iter()
             .enumerate()
             .filter_map(|(i, v)| match v {
-                Vertex::Stmt(s) => Some((
-                    *s,
-                    Score::probability(m.p_incorrect[i], m.log_odds_incorrect[i]),
-                )),
+                Vertex::Stmt(s) => {
+                    let shift = spectrum
+                        .and_then(|(ll, w)| ll.get(s).map(|l| w * l))
+                        .unwrap_or(0.0);
+                    let l = m.log_odds_incorrect[i];
+                    Some((
+                        *s,
+                        if shift == 0.0 {
+                            Score::probability(m.p_incorrect[i], l)
+                        } else {
+                            Score::probability(infer::sigmoid(l + shift), l + shift)
+                        },
+                    ))
+                }
                 _ => None,
             })
             .collect()
@@ -538,6 +561,7 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
         .filter(|r| r.outcome == CfxOutcome::Pass)
         .map(|r| &r.experiment)
         .collect();
+    let likelihoods = (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump));
     let mut rankings: Vec<Vec<Ranked>> = Vec::new();
     let mut final_runs = Vec::new();
     let with_cfx: Vec<Option<Result<(Marginals, usize), Error>>> = models
@@ -563,7 +587,12 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
             }
         };
         final_runs.push(marg.convergence);
-        rankings.push(ranking::rank(dump, &m.stmt_scores(&marg), o.granularity));
+        let spec = likelihoods.as_ref().map(|ll| (ll, o.spectrum_weight));
+        rankings.push(ranking::rank(
+            dump,
+            &m.stmt_scores(&marg, spec),
+            o.granularity,
+        ));
     }
     let ranking = match o.mode {
         Mode::Both => ranking::aggregate(&rankings[0], &rankings[1], o.granularity),
