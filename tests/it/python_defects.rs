@@ -22,6 +22,9 @@ fn localize_json(project: &Path, dump: &Path, pythonpath: Option<&str>) -> Value
             "json",
             "--cfx-model",
             "reroute",
+            // generous: a slow (loaded) machine must not turn experiments into timeouts
+            "--cfx-timeout",
+            "120",
             "--",
             "python3",
             "-m",
@@ -86,6 +89,8 @@ fn reruns_keep_the_users_pythonpath() {
             "json",
             "--cfx-model",
             "reroute",
+            "--cfx-timeout",
+            "120",
         ])
         .output()
         .unwrap();

@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 
+from . import heap as _heap
 from . import static_facts as sf
 
 _MISSING = object()
@@ -33,7 +34,7 @@ REPORT_MODULES = ("_pytest.assertion", "_pytest._io")
 # ... single functions ...
 REPORT_FUNCTIONS = {
     "unittest.util": {"safe_repr", "_common_shorten_repr", "_shorten", "strclass"},
-    "unittest.case": {"_formatMessage", "_truncateMessage", "_getAssertEqualityFunc"},
+    "unittest.case": {"_formatMessage", "_truncateMessage"},
 }
 # ... and, in unittest.case, the part of an assertion method after its comparison:
 # {method: source of the `if` test deciding the outcome}; everything after that test is
@@ -247,10 +248,12 @@ class Tracer:
         self._global = None
         self._report_kind = {}       # code object -> 0 (no), 1 (report code), 2 (depends on line)
         self._report_lines = None    # report regions of unittest.case
+        self.heap = None             # heap.HeapRecorder of the current test (heap.facts)
 
     # ------------------------------------------------------------ lifecycle
     def start(self, test_id, root_code, record_steps=True):
         self.cur = TestRecord(test_id, record_steps)
+        self.heap = _heap.HeapRecorder() if record_steps and self.flip is None else None
         self.root_code = root_code
         self.active = False
         self.stack = []
@@ -266,6 +269,9 @@ class Tracer:
         sys.settrace(getattr(self, "_previous", None))
         self._previous = None
         rec = self.cur
+        hp, self.heap = self.heap, None
+        if rec is not None:
+            rec.heap = hp.finish(self.errors) if hp is not None else []
         self.active = False
         for r in self.stack:
             r.pyframe = None
@@ -438,10 +444,14 @@ class Tracer:
                             cur.steps_node.append(nid)
                             cur.steps_frame.append(rec.fid)
                             rec.last_step = idx
+                            if tracer.heap is not None:
+                                tracer.heap.step(rec, idx, nid, frame)
                         else:
                             slow_step(rec, nid)
                     rec.off = off
                 elif event == "return":
+                    if tracer.heap is not None:
+                        tracer.heap.frame_end(rec, frame)
                     tracer.pop(rec)
                 elif event == "exception":
                     cur = tracer.cur
@@ -567,6 +577,8 @@ class Tracer:
             cur.steps_node.append(nid)
             cur.steps_frame.append(rec.fid)
         rec.last_step = idx
+        if self.heap is not None:
+            self.heap.step(rec, idx, nid, rec.pyframe)
         return idx
 
     # ------------------------------------------------------------ wrappers
@@ -620,6 +632,8 @@ class Tracer:
             cur.branch.pop(rec.last_step, None)
         rec.node = nid
         rec.pending = True
+        if self.heap is not None and rec.last_step is not None:
+            self.heap.relabel(rec, rec.last_step, nid, rec.pyframe)
 
     def iter_exhausted_flip(self, nid):
         """A requested flip of an exhausted `for` header cannot be honoured."""
@@ -628,6 +642,7 @@ class Tracer:
 
     # ------------------------------------------------------------ bindings
     def _binds(self, caller, frame, m):
+        # (one function, no helper calls: this runs at the recursion limit too)
         calls = caller.method.calls.get(caller.node)
         if not calls:
             return None
@@ -640,81 +655,69 @@ class Tracer:
             cands = calls  # e.g. `fn(*args, **kwargs)` in a decorator's wrapper
         if not cands:
             return None
-        if len(cands) == 1 and not self._needs_values(cands[0], pos, this, co):
-            return self._bind_one(cands[0], pos, kwonly, vararg, kwarg, this, co, None, None)[0]
-        # Reading f_locals makes CPython (< 3.13) keep a snapshot of the frame's locals that is
-        # refreshed at each trace event: an object deleted by a line stays referenced until the
-        # frame's next event.  Only done when the values decide between candidates.
-        try:
-            callee = frame.f_locals
-            clocals = caller.pyframe.f_locals
-        except Exception:
-            return None
+        # Run-time values are read only when they decide something: between several candidate
+        # calls, or whether the receiver is implicit.  Reading f_locals makes CPython (< 3.13)
+        # keep a snapshot of the frame's locals, refreshed at each trace event of the frame (an
+        # object deleted by a line stays referenced until the frame's next event).
+        need = len(cands) > 1
+        if not need and this is not None and pos and pos[0] == this:
+            name, recv, apos, star, akw, dstar = cands[0]
+            need = (this not in akw and recv is not None
+                    and not len(apos) + (1 if star else 0) < len(pos))
+        if need:
+            try:
+                callee = frame.f_locals
+                clocals = caller.pyframe.f_locals
+            except Exception:
+                return None
+        else:
+            callee = clocals = {}
         best, bscore = None, -1
         for d in cands:
-            out, score = self._bind_one(d, pos, kwonly, vararg, kwarg, this, co, clocals, callee)
+            name, recv, apos, star, akw, dstar = d
+            out = []
+            score = 0
+            params = list(pos)
+            implicit = False
+            if this is not None and params and params[0] == this:
+                supplied = len(apos) + (1 if star else 0)
+                if co.co_name == "__init__" and recv is None:
+                    implicit = True
+                elif this not in akw and (supplied < len(params) or recv is not None and recv in clocals and clocals[recv] is callee.get(this)):
+                    implicit = True
+            if implicit:
+                if recv is not None and co.co_name != "__init__":
+                    out.append((this, recv))
+                    if recv in clocals and clocals[recv] is callee.get(this):
+                        score += 1
+                params = params[1:]
+            for i, a in enumerate(apos):
+                if a is None:
+                    continue
+                if i < len(params):
+                    f = params[i]
+                    out.append((f, a))
+                    if a in clocals and f in callee and clocals[a] is callee[f]:
+                        score += 1
+                elif vararg:
+                    out.append((vararg, a))
+            if star and vararg:
+                out.append((vararg, star))
+            for k, a in akw.items():
+                if a is None:
+                    continue
+                if k in params or k in kwonly:
+                    out.append((k, a))
+                    if a in clocals and k in callee and clocals[a] is callee[k]:
+                        score += 1
+                elif kwarg:
+                    out.append((kwarg, a))
+            if dstar and kwarg:
+                out.append((kwarg, dstar))
             if score > bscore:
                 best, bscore = out, score
+        callee = clocals = None
         return best
-
-    @staticmethod
-    def _needs_values(d, pos, this, co):
-        """Whether the implicit-receiver decision of candidate `d` depends on run-time values."""
-        name, recv, apos, star, akw, dstar = d
-        if this is None or not pos or pos[0] != this or this in akw:
-            return False
-        if co.co_name == "__init__" and recv is None:
-            return False
-        supplied = len(apos) + (1 if star else 0)
-        return not supplied < len(pos) and recv is not None
-
-    @staticmethod
-    def _bind_one(d, pos, kwonly, vararg, kwarg, this, co, clocals, callee):
-        """(bindings, score) of one candidate call; clocals / callee None: values not read (the
-        score is then meaningless)."""
-        if clocals is None:
-            clocals, callee = {}, {}
-        name, recv, apos, star, akw, dstar = d
-        out = []
-        score = 0
-        params = list(pos)
-        implicit = False
-        if this is not None and params and params[0] == this:
-            supplied = len(apos) + (1 if star else 0)
-            if co.co_name == "__init__" and recv is None:
-                implicit = True
-            elif this not in akw and (supplied < len(params) or recv is not None and recv in clocals and clocals[recv] is callee.get(this)):
-                implicit = True
-        if implicit:
-            if recv is not None and co.co_name != "__init__":
-                out.append((this, recv))
-                if recv in clocals and clocals[recv] is callee.get(this):
-                    score += 1
-            params = params[1:]
-        for i, a in enumerate(apos):
-            if a is None:
-                continue
-            if i < len(params):
-                f = params[i]
-                out.append((f, a))
-                if a in clocals and f in callee and clocals[a] is callee[f]:
-                    score += 1
-            elif vararg:
-                out.append((vararg, a))
-        if star and vararg:
-            out.append((vararg, star))
-        for k, a in akw.items():
-            if a is None:
-                continue
-            if k in params or k in kwonly:
-                out.append((k, a))
-                if a in clocals and k in callee and clocals[a] is callee[k]:
-                    score += 1
-            elif kwarg:
-                out.append((kwarg, a))
-        if dstar and kwarg:
-            out.append((kwarg, dstar))
-        return out, score
 
     # ------------------------------------------------------------ inference
     def infer_branches(self, rec, failure_step=None):

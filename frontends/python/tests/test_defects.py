@@ -63,7 +63,7 @@ def trace(root, env=None, args=("tests",), src="src", extra=None):
     env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " -p no:cacheprovider -p prosecutor_tracer.plugin").strip()
     dump = root / "dump"
     env.update({"PROSECUTOR_MODE": "trace", "PROSECUTOR_SRC": str(root / src), "PROSECUTOR_OUT": str(dump),
-                "PROSECUTOR_TRACE_ALL": "1",
+                "PROSECUTOR_TRACE_ALL": "1", "PROSECUTOR_TEST_TIMEOUT": "120",  # a loaded machine is slow
                 "PROSECUTOR_COMMAND": json.dumps([sys.executable, "-m", "pytest", "-q", *args])})
     env.update(extra or {})
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=root, env=env,
