@@ -22,6 +22,7 @@ import pytest
 from . import VERSION
 from . import instrument
 from . import static_facts as sf
+from . import heap as _heap
 from .tracer import Registry, Tracer, TestTimeout, exc_signature
 
 _state = None
@@ -408,6 +409,7 @@ def pytest_runtest_makereport(item, call):
                 pickle.dump((rec.steps_node, rec.steps_frame, rec.frames, rec.branch, rec.binds), fh,
                             protocol=pickle.HIGHEST_PROTOCOL)
             t["rec"] = path
+            t["heap"] = _heap.save(getattr(rec, "heap", None), path + ".heap")
     if item.nodeid in st.by_id:
         return
     st.by_id[item.nodeid] = t
@@ -566,7 +568,8 @@ def write_dump(st):
         if f is not None:
             files[rp] = f
     names = ["stmt", "method", "def", "use", "cfg", "formal", "this_formal", "actual", "receiver",
-             "loop_head", "copy", "frame", "step", "branch", "bind", "coverage", "edge_coverage"]
+             "loop_head", "copy", "frame", "step", "branch", "bind", "coverage", "edge_coverage",
+             "heap_access", "heap"]
     w = {n: _Facts(out, n + ".facts") for n in names}
     known = set()
     cfg_edges = set()
@@ -597,6 +600,8 @@ def write_dump(st):
                     w["receiver"].row(nid, n.receiver)
                 if n.copy:
                     w["copy"].row(nid)
+                for (v, at, mode) in f.heap_access.get(nid, ()):
+                    w["heap_access"].row(nid, v, at, mode)
         for (a, b, k) in sorted(f.edges):
             w["cfg"].row(a, b, k)
             cfg_edges.add((a, b))
@@ -643,6 +648,7 @@ def write_dump(st):
             w["branch"].fh.write("".join([f"{trace_id}\t{i}\t{branch[i]}\n" for i in sorted(branch) if i < n]))
             for (cs, fid, formal, actual) in binds:
                 w["bind"].row(trace_id, cs, f"f{fid}", formal, actual)
+            _heap.write(w["heap"].fh, trace_id, _heap.load(t.get("heap")), n)
         entries.append((t, trace_id))
     for x in w.values():
         x.close()

@@ -318,6 +318,8 @@ class FileFacts:
         self.loop_heads = set()
         self.wrap = {}              # id(ast expr) -> (wrapper name, node id)
         self.warnings = []
+        self.heap_access = {}       # node id -> [(var, attr, mode)] (heap.py)
+        self.heap_info = {}         # node id -> run-time heap descriptor (heap.py)
         self._raw_edges = []
         self._loop_labels = []
         self._method_ids = set()
@@ -347,6 +349,7 @@ class Analyzer:
         # line splitting as the tokenizer does it (str.splitlines also splits at \f, \v, ...)
         self.lines = re.split(r"\r\n|\r|\n", facts.source)
         self.blines = [ln.encode("utf-8", "surrogatepass") for ln in self.lines]
+        self.ast_of = {}            # node id -> the AST node it was made from (heap.py)
 
     # ------------------------------------------------------------ helpers
     def segment(self, n, limit=400):
@@ -402,6 +405,7 @@ class Analyzer:
             k += 1
         n = Node(nid, m.id, kind, self.f.rel, line, col, text if text is not None else self.text(ast_node), real, stmt)
         self.f.nodes[nid] = n
+        self.ast_of[nid] = ast_node
         m.nodes.append(nid)
         return n
 
@@ -886,6 +890,9 @@ def analyze_source(source, path, rel, role, instrument=None, tree=None):
     mod = a.new_method("<module>", 1, None)
     a.raw_entries[mod.id] = a.block(mod, tree.body, None, Ctx())
     _finish(facts, a, a.raw_entries, tree)
+    from . import heap
+    heap.analyze(facts, a.ast_of)
+    a.ast_of = None
     return facts, tree
 
 
