@@ -23,10 +23,14 @@ local it has not seen since that local was last rebound.
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import types
 
 from . import static_facts as sf
+
+# PROSECUTOR_HEAP=0: record nothing (no heap_access.facts / heap.facts: the name-only model)
+ENABLED = os.environ.get("PROSECUTOR_HEAP", "1").strip() != "0"
 
 # ---------------------------------------------------------------------------- static side
 

@@ -22,7 +22,10 @@ import pytest
 from . import VERSION
 from . import instrument
 from . import static_facts as sf
-from . import heap as _heap
+try:
+    from . import heap as _heap
+except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
+    _heap = None
 from .tracer import Registry, Tracer, TestTimeout, exc_signature
 
 _state = None
@@ -409,7 +412,8 @@ def pytest_runtest_makereport(item, call):
                 pickle.dump((rec.steps_node, rec.steps_frame, rec.frames, rec.branch, rec.binds), fh,
                             protocol=pickle.HIGHEST_PROTOCOL)
             t["rec"] = path
-            t["heap"] = _heap.save(getattr(rec, "heap", None), path + ".heap")
+            if _heap is not None:
+                t["heap"] = _heap.save(getattr(rec, "heap", None), path + ".heap")
     if item.nodeid in st.by_id:
         return
     st.by_id[item.nodeid] = t
@@ -568,8 +572,12 @@ def write_dump(st):
         if f is not None:
             files[rp] = f
     names = ["stmt", "method", "def", "use", "cfg", "formal", "this_formal", "actual", "receiver",
-             "loop_head", "copy", "frame", "step", "branch", "bind", "coverage", "edge_coverage",
-             "heap_access", "heap"]
+             "loop_head", "copy", "frame", "step", "branch", "bind", "coverage", "edge_coverage"]
+    heap_on = _heap is not None and _heap.ENABLED
+    if heap_on:
+        names += ["heap_access", "heap"]
+    elif _heap is None:
+        st.reg.warnings.append("prosecutor_tracer/heap.py is missing: no heap facts (name-only model)")
     w = {n: _Facts(out, n + ".facts") for n in names}
     known = set()
     cfg_edges = set()
@@ -600,8 +608,9 @@ def write_dump(st):
                     w["receiver"].row(nid, n.receiver)
                 if n.copy:
                     w["copy"].row(nid)
-                for (v, at, mode) in f.heap_access.get(nid, ()):
-                    w["heap_access"].row(nid, v, at, mode)
+                if heap_on:
+                    for (v, at, mode) in f.heap_access.get(nid, ()):
+                        w["heap_access"].row(nid, v, at, mode)
         for (a, b, k) in sorted(f.edges):
             w["cfg"].row(a, b, k)
             cfg_edges.add((a, b))
@@ -648,7 +657,8 @@ def write_dump(st):
             w["branch"].fh.write("".join([f"{trace_id}\t{i}\t{branch[i]}\n" for i in sorted(branch) if i < n]))
             for (cs, fid, formal, actual) in binds:
                 w["bind"].row(trace_id, cs, f"f{fid}", formal, actual)
-            _heap.write(w["heap"].fh, trace_id, _heap.load(t.get("heap")), n)
+            if heap_on:
+                _heap.write(w["heap"].fh, trace_id, _heap.load(t.get("heap")), n)
         entries.append((t, trace_id))
     for x in w.values():
         x.close()

@@ -890,8 +890,12 @@ def analyze_source(source, path, rel, role, instrument=None, tree=None):
     mod = a.new_method("<module>", 1, None)
     a.raw_entries[mod.id] = a.block(mod, tree.body, None, Ctx())
     _finish(facts, a, a.raw_entries, tree)
-    from . import heap
-    heap.analyze(facts, a.ast_of)
+    try:
+        from . import heap
+    except ImportError:   # not shipped: no heap facts
+        heap = None
+    if heap is not None and heap.ENABLED:
+        heap.analyze(facts, a.ast_of)
     a.ast_of = None
     return facts, tree
 

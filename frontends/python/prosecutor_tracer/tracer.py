@@ -20,7 +20,10 @@ import os
 import sys
 import threading
 
-from . import heap as _heap
+try:
+    from . import heap as _heap
+except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
+    _heap = None
 from . import static_facts as sf
 
 _MISSING = object()
@@ -253,7 +256,8 @@ class Tracer:
     # ------------------------------------------------------------ lifecycle
     def start(self, test_id, root_code, record_steps=True):
         self.cur = TestRecord(test_id, record_steps)
-        self.heap = _heap.HeapRecorder() if record_steps and self.flip is None else None
+        self.heap = (_heap.HeapRecorder() if _heap is not None and _heap.ENABLED and record_steps
+                     and self.flip is None else None)
         self.root_code = root_code
         self.active = False
         self.stack = []

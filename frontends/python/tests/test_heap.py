@@ -429,3 +429,11 @@ def test_heap_recording_keeps_weakref_and_gc_outcomes(tmp_path):
     # ... and the mutations were recorded (the recorder did read these frames)
     (i, rows), = h.at("test_finalizer_after_rebinding", "o.add(len(done))")
     assert any(v == "o" and m == "def" for (v, o, m) in rows)
+
+
+def test_heap_recording_can_be_switched_off(tmp_path):
+    write(tmp_path, PROJECT)
+    run(tmp_path, extra={"PROSECUTOR_HEAP": "0"})
+    files = os.listdir(tmp_path / "dump")
+    assert "step.facts" in files
+    assert "heap.facts" not in files and "heap_access.facts" not in files
