@@ -83,8 +83,6 @@ class _Walk:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id not in bound:
                     self.attr_uses.add((t.value.id, t.attr))     # and reads it
             self.expr(t, bound)
-        elif isinstance(t, ast.Name) and aug and t.id not in bound:
-            self.defs.add((t.id, "-"))   # `xs += [k]`: list.__iadd__ mutates xs
 
     def expr(self, e, bound):
         if e is None:
@@ -159,6 +157,50 @@ def _names(t, out):
             _names(x, out)
     elif isinstance(t, ast.Starred):
         _names(t.value, out)
+
+
+_IMM_CALLS = frozenset({"len", "int", "float", "str", "bool", "repr", "hash", "id", "ord", "chr",
+                        "abs", "round", "hex", "oct", "bin", "format"})
+
+
+def _immutable_value(e):
+    """The expression's value is certainly an immutable scalar (a constant, `len(...)`, a
+    `not` / `is` / `in` test, an f-string): a local rebound to it needs no reading."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.UnaryOp):
+        return isinstance(e.op, ast.Not) or isinstance(e.operand, ast.Constant)
+    if isinstance(e, ast.JoinedStr):
+        return True
+    if isinstance(e, ast.Compare):
+        return all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops)
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _IMM_CALLS:
+        return True
+    return False
+
+
+def _immutable_rebinds(a):
+    """Names the statement `a` certainly rebinds to an immutable scalar."""
+    out = set()
+    if isinstance(a, ast.Assign) and _immutable_value(a.value):
+        for t in a.targets:
+            if isinstance(t, ast.Name):
+                out.add(t.id)
+    elif isinstance(a, ast.AnnAssign) and a.value is not None and _immutable_value(a.value):
+        if isinstance(a.target, ast.Name):
+            out.add(a.target.id)
+    elif (isinstance(a, ast.AugAssign) and isinstance(a.target, ast.Name)
+          and isinstance(a.value, ast.Constant) and type(a.value.value) in (int, float)
+          and isinstance(a.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod))):
+        out.add(a.target.id)                        # `n += 1`
+    elif (isinstance(a, ast.For) and isinstance(a.iter, ast.Call)
+          and isinstance(a.iter.func, ast.Name)):
+        if a.iter.func.id == "range" and isinstance(a.target, ast.Name):
+            out.add(a.target.id)                    # `for i in range(n)`
+        elif (a.iter.func.id == "enumerate" and isinstance(a.target, ast.Tuple)
+              and a.target.elts and isinstance(a.target.elts[0], ast.Name)):
+            out.add(a.target.elts[0].id)            # `for i, x in enumerate(xs)`
+    return out
 
 
 def _node_candidates(node, a):
@@ -254,9 +296,12 @@ def analyze(facts, ast_of):
         a = ast_of.get(nid)
         rows = set()
         rebinds = set()
+        imm = set()
         if a is not None:
             try:
                 w, rebinds = _node_candidates(node, a)
+                if node.real:
+                    imm = _immutable_rebinds(a) & rebinds
             except Exception as e:   # never fail the analysis of a file for this
                 facts.warnings.append(f"{facts.rel}:{node.line}: heap analysis failed: {type(e).__name__}: {e}")
                 continue
@@ -273,14 +318,15 @@ def analyze(facts, ast_of):
         if rows:
             access[nid] = rows
         if rows or rebinds:
-            info[nid] = _compile(rows, rebinds)
+            info[nid] = _compile(rows, rebinds - imm, imm)
     facts.heap_access = access
     facts.heap_info = info
 
 
-def _compile(rows, rebinds):
-    """Run-time form: (groups, any_def, rebinds); a group is
-    (var, root_def, root_use, attrs_def, attrs_use)."""
+def _compile(rows, rebinds, imm):
+    """Run-time form: (groups, any_def, rebinds, imm); a group is
+    (var, root_def, root_use, attrs_def, attrs_use); `imm`: names the statement rebinds to
+    an immutable scalar, `rebinds`: the other names it rebinds."""
     g = {}
     for (v, at, mode) in rows:
         e = g.setdefault(v, [False, False, [], []])
@@ -290,7 +336,7 @@ def _compile(rows, rebinds):
             e[2 if mode == "def" else 3].append(at)
     groups = tuple((v, e[0], e[1], tuple(e[2]), tuple(e[3])) for v, e in sorted(g.items()))
     any_def = any(e[0] or e[2] for e in g.values())
-    return (groups, any_def, tuple(sorted(rebinds)))
+    return (groups, any_def, tuple(sorted(rebinds)), tuple(sorted(imm)))
 
 
 # ---------------------------------------------------------------------------- run-time side
@@ -322,21 +368,21 @@ def _mutable_id(v):
     return id(v)
 
 
-def _attr(v, a):
-    """The value of plain instance attribute `a` of v (its __dict__ entry), or _MISSING.
-    No getattr: properties, descriptors and __getattr__ are never run."""
+def _inst_dict(v):
+    """The __dict__ of v (plain instance attributes; a class's or module's namespace), or
+    None.  No getattr: properties, descriptors and __getattr__ are never run."""
     tp = type(v)
     if tp is type(None) or tp is int or tp is str or tp is float or tp is bool or tp is tuple:
-        return _MISSING
+        return None
     try:
         if not tp.__dictoffset__:
-            return _MISSING      # no instance dict (list, dict, __slots__ classes)
+            return None          # no instance dict (list, dict, __slots__ classes)
         d = _obj_getattribute(v, "__dict__")
     except Exception:
-        return _MISSING          # __slots__, built-in objects
+        return None
     if type(d) not in _DICT_TYPES:
-        return _MISSING
-    return d.get(a, _MISSING)
+        return None
+    return d
 
 
 class _Frame:
@@ -402,14 +448,14 @@ class HeapRecorder:
         """Step `idx` of frame `rec` (Python frame `frame`) runs node `nid`: record its heap
         rows, with the values bound before the statement runs."""
         try:
-            if frame is None:
-                return
             info = rec.method.facts.heap_info.get(nid)
             fs = self.frames.get(rec.fid)
             if info is None:
-                if fs is not None and fs.dirty:
+                if fs is not None and fs.dirty and frame is not None:
                     frame.f_locals      # refresh the snapshot (a rebound local's old value)
                     fs.dirty = False
+                return
+            if frame is None:
                 return
             if fs is None:
                 fs = self._frame(rec, frame)
@@ -438,7 +484,7 @@ class HeapRecorder:
             self._error(e)
 
     def _record(self, fs, idx, info, frame):
-        groups, any_def, rebinds = info
+        groups, any_def, rebinds, imm = info
         mut = self.mutated
         loc = None
         opt, fast, cells = fs.kind
@@ -447,13 +493,13 @@ class HeapRecorder:
             fs.dirty = False
         if groups and (any_def or mut):
             cache = fs.cache
-            out = []
-            new = []
+            out = None
+            new = None
             for (var, rdef, ruse, adef, ause) in groups:
-                if not (rdef or adef or mut):
-                    continue
-                attrs = bool(adef) or bool(ause and mut)
-                oid = cache.get(var) if opt and not attrs else None
+                if not mut and not (rdef or adef):
+                    continue            # a use can only link to an earlier mutation
+                attrs = adef or (ause if mut else ())
+                oid = None if attrs or not opt else cache.get(var)
                 if oid is None:
                     # the value bound to var: locals, then globals (builtins: skipped)
                     if opt:
@@ -479,30 +525,43 @@ class HeapRecorder:
                     if opt and var in fast:
                         cache[var] = oid
                     if attrs:
-                        for a in adef:
-                            x = _attr(v, a)
-                            if x is not _MISSING:
-                                xid = _mutable_id(x)
-                                if xid:
-                                    new.append((var, xid))
-                        if mut:
-                            for a in ause:
-                                x = _attr(v, a)
+                        d = _inst_dict(v)
+                        if d is not None:
+                            for a in adef:
+                                x = d.get(a, _MISSING)
                                 if x is not _MISSING:
                                     xid = _mutable_id(x)
-                                    if xid in mut:
-                                        out.append((idx, var, xid, "use"))
-                        x = None
+                                    if xid:
+                                        if new is None:
+                                            new = []
+                                        new.append((var, xid))
+                            if mut:
+                                for a in ause:
+                                    x = d.get(a, _MISSING)
+                                    if x is not _MISSING:
+                                        xid = _mutable_id(x)
+                                        if xid in mut:
+                                            if out is None:
+                                                out = []
+                                            out.append((idx, var, xid, "use"))
+                            x = d = None
                     v = None
                 if oid:
                     if ruse and oid in mut:
+                        if out is None:
+                            out = []
                         out.append((idx, var, oid, "use"))
                     if rdef:
+                        if new is None:
+                            new = []
                         new.append((var, oid))
-            for (var, oid) in new:
-                out.append((idx, var, oid, "def"))
-                mut.add(oid)
-            if out:
+            if new is not None:
+                if out is None:
+                    out = []
+                for (var, oid) in new:
+                    out.append((idx, var, oid, "def"))
+                    mut.add(oid)
+            if out is not None:
                 if len(out) > 1:
                     out = list(dict.fromkeys(out))
                 self.rows.extend(out)
@@ -512,6 +571,13 @@ class HeapRecorder:
             cache = fs.cache
             for var in rebinds:
                 cache.pop(var, None)
+            if fs.snap:
+                fs.dirty = True
+        if imm and opt:
+            cache = fs.cache
+            for var in imm:
+                if var in fast:
+                    cache[var] = 0      # rebound to an immutable scalar: nothing to follow
             if fs.snap:
                 fs.dirty = True
         loc = None

@@ -89,7 +89,7 @@ def test_heap_access_rows_of_each_statement_kind():
              ("self", "_items", u), ("i", "-", u)},                                # del self._items[i]
         23: {("self", "-", d), ("self", "-", u)},                                  # del self.tag
         24: {("self", "-", d), ("self", "-", u), ("e", "-", u)},                   # self.total = e
-        25: {("xs", "-", d), ("xs", "-", u), ("e", "-", u)},                       # xs += [e]
+        25: {("xs", "-", u), ("e", "-", u)},      # xs += [e]: a rebinding (no def row, as `x = e`)
         26: {("xs", "-", u)},              # y = xs.pop(): xs is not in DEF (Table 2), so no def row
         27: {("helper", "-", u), ("xs", "-", d), ("xs", "-", u), ("e", "-", d), ("e", "-", u)},
         28: {("len", "-", u), ("xs", "-", u)},                                     # pure builtin
