@@ -73,7 +73,8 @@ pub struct ModelArgs {
     #[arg(long)]
     pub rules: Option<PathBuf>,
     /// Run a variant of `eval`'s table by its id (prosecutor, prosecutor-nocfx, prosecutor-f,
-    /// prosecutor-fp, prosecutor-nocompress, prosecutor-nospectrum, prosecutor-paper-rules,
+    /// prosecutor-fp, prosecutor-nocompress, prosecutor-nospectrum, prosecutor-noheap,
+    /// prosecutor-paper-rules,
     /// prosecutor-paper; src/variants.rs): its settings override the flags above and below.
     #[arg(long)]
     pub variant: Option<String>,
@@ -81,6 +82,10 @@ pub struct ModelArgs {
     /// paper's model).
     #[arg(long, default_value_t = crate::localize::SPECTRUM_WEIGHT)]
     pub spectrum_weight: f64,
+    /// Follow values by variable name only, not through the heap (ignore the dump's
+    /// heap.facts; rule R_HEAP then derives nothing).
+    #[arg(long)]
+    pub no_heap: bool,
     /// Which traces build the model: f (failing only), fp (failing + passing), both (aggregated).
     #[arg(long, value_enum, default_value = "both")]
     pub mode: Mode,
@@ -154,6 +159,7 @@ impl ModelArgs {
             cfx: CfxSource::Off,
             cfx_model: self.cfx_model,
             spectrum_weight: self.spectrum_weight,
+            heap: !self.no_heap,
         };
         if !(self.spectrum_weight.is_finite() && self.spectrum_weight >= 0.0) {
             return Err(Error::Other(format!(

@@ -201,6 +201,7 @@ mod tests {
             }],
             branch: vec![None; stmts.len()],
             binds: Default::default(),
+            heap: Vec::new(),
             multi_open: Default::default(),
         }
     }

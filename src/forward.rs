@@ -149,6 +149,7 @@ pub const RELATIONS: &[(&str, &str)] = &[
     ("lastdef_close", "usuu"),
     ("rdfinverse", "ss"),
     ("copy", "s"),
+    ("heapdef", "usuu"),
 ];
 
 struct Out {
@@ -193,6 +194,7 @@ const MAP: usize = 14;
 const LASTDEF_CLOSE: usize = 15;
 const RDFINVERSE: usize = 16;
 const COPY: usize = 17;
+const HEAPDEF: usize = 18;
 
 /// A formal bound at a call step: (variable, (global step of the call, argument vertex)).
 type Binding = (VarId, (u32, u32));
@@ -213,8 +215,18 @@ struct FrameState {
     method: u32,
 }
 
-/// Runs the forward pass over the given traces.
+/// Runs the forward pass over the given traces, with the heap accesses of the dump.
 pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
+    forward_with(dump, cd, views, true)
+}
+
+/// The forward pass; `heap`: compute `heapdef` from the traces' heap accesses (`heap.facts`),
+/// else leave it empty (the name-only model).
+///
+/// `heapdef(i, u, j, w)`: `u ∈ USE(l_i)` referred at step `i` to an object that step `j` (any
+/// frame of the trace, kept by compression) mutated last, through its variable `x ∈ DEF(l_j)`,
+/// `w = ⟨x@j⟩`; only when that is not already `LASTDEF(u, t_i)`.
+pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bool) -> Premises {
     let mut layout = SymbolLayout {
         n_stmts: dump.stmts.len() as u32,
         ..SymbolLayout::default()
@@ -291,6 +303,10 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
         // pending bindings of frames not yet entered: frame → [(var, (gid, vertex))]
         let mut pending: FxHashMap<u32, Vec<Binding>> = FxHashMap::default();
         let mut stack: Vec<FrameState> = Vec::new();
+        // heap: object → (global step, vertex) of its last kept mutation; cursor into tr.heap
+        let mut mutated: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
+        let mut heap_at = 0usize;
+        let heap_rows: &[crate::dump::HeapAccess] = if heap { &tr.heap } else { &[] };
         let all: Vec<u32>;
         let keep: &[u32] = match &view.keep {
             Some(k) => k,
@@ -391,6 +407,28 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                 }
             }
             out.sort_since::<4>(LASTDEF, from);
+            // Heap uses: the last mutation of the object, unless LASTDEF already links it.
+            while heap_at < heap_rows.len() && heap_rows[heap_at].step < idx {
+                heap_at += 1; // rows of steps compression dropped
+            }
+            let heap_first = heap_at;
+            while heap_at < heap_rows.len() && heap_rows[heap_at].step == idx {
+                heap_at += 1;
+            }
+            let step_heap = &heap_rows[heap_first..heap_at];
+            let mut links: Vec<[u32; 4]> = Vec::new();
+            for h in step_heap.iter().filter(|h| !h.def) {
+                if let Some(&(j, w)) = mutated.get(&h.obj) {
+                    if top.defs.get(&h.var).map(|d| d.1) != Some(w) {
+                        links.push([gid, layout.var(cm, h.var), j, w]);
+                    }
+                }
+            }
+            links.sort_unstable();
+            links.dedup();
+            for row in &links {
+                out.push(HEAPDEF, row);
+            }
             // LASTCTRL: the most recent controller of l executed in this context.
             let mut lc: Option<u32> = None;
             for &r in &cd.parents[l as usize] {
@@ -492,6 +530,9 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
                     let sym = *cached;
                     out.push(VD, &[gid, sym, v]);
                     top.defs.insert(d, (gid, v));
+                    for h in step_heap.iter().filter(|h| h.def && h.var == d) {
+                        mutated.insert(h.obj, (gid, v));
+                    }
                 }
                 out.sort_since::<3>(VD, from);
             }

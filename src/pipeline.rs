@@ -6,7 +6,7 @@ use crate::cdg::ControlDeps;
 use crate::dump::Dump;
 use crate::epg::{Epg, EpgError, DEFAULT_RULES, DEFAULT_RULES_PATH};
 use crate::error::Error;
-use crate::forward::{forward, Premises, TraceView};
+use crate::forward::{Premises, TraceView};
 
 /// Which rules derive the EPG.
 pub enum Rules {
@@ -70,8 +70,18 @@ pub fn all_traces(dump: &Dump) -> Vec<TraceView> {
 
 /// Derives the EPG of the given traces and checks it is acyclic.
 pub fn derive(dump: &Dump, rules: &Rules, views: &[TraceView]) -> Result<(Epg, Premises), Error> {
+    derive_with(dump, rules, views, true)
+}
+
+/// [`derive`]; `heap`: use the dump's heap accesses (`heapdef`), else the name-only model.
+pub fn derive_with(
+    dump: &Dump,
+    rules: &Rules,
+    views: &[TraceView],
+    heap: bool,
+) -> Result<(Epg, Premises), Error> {
     let cd = ControlDeps::compute(dump);
-    let premises = forward(dump, &cd, views);
+    let premises = crate::forward::forward_with(dump, &cd, views, heap);
     let epg = derive_premises(dump, &premises, rules)?;
     epg.check_acyclic(dump)?;
     Ok((epg, premises))

@@ -23,6 +23,8 @@ pub enum Unit {
     Rules(&'static str),
     /// Weight of the spectrum likelihood (`localize::spectrum`; 0 = off).
     SpectrumWeight(f64),
+    /// Ignore the heap accesses of the dump (no `heapdef`, no R_HEAP edges).
+    NoHeap,
 }
 
 /// A named configuration: the default options changed by `units`, in order.
@@ -77,6 +79,12 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::SpectrumWeight(0.0)],
     },
     Variant {
+        id: "prosecutor-noheap",
+        label: "w/o heap",
+        about: "values followed by variable name only, not through the heap (docs/model.md)",
+        units: &[Unit::NoHeap],
+    },
+    Variant {
         id: "prosecutor-paper-rules",
         label: "paper rules",
         about: "the paper's literal rules (rules/epg-paper.dl: copies are causes)",
@@ -85,8 +93,12 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         id: "prosecutor-paper",
         label: "paper model",
-        about: "the paper's model as published: literal rules, no spectrum likelihood",
-        units: &[Unit::Rules("epg-paper.dl"), Unit::SpectrumWeight(0.0)],
+        about: "the paper's model as published: literal rules, no spectrum likelihood, no heap",
+        units: &[
+            Unit::Rules("epg-paper.dl"),
+            Unit::SpectrumWeight(0.0),
+            Unit::NoHeap,
+        ],
     },
 ];
 
@@ -133,6 +145,7 @@ impl Variant {
                 Unit::NoCompress => o.compress = false,
                 Unit::NoCfx => o.cfx = crate::localize::CfxSource::Off,
                 Unit::SpectrumWeight(w) => o.spectrum_weight = w,
+                Unit::NoHeap => o.heap = false,
                 Unit::Rules(name) => rules = Some(builtin_rules(name)?),
             }
         }

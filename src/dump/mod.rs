@@ -140,8 +140,22 @@ pub struct Trace {
     pub branch: Vec<Option<bool>>,
     /// Run-time bindings: (call step, callee frame) → [(formal, actual)].
     pub binds: HashMap<(u32, u32), Vec<(VarId, VarId)>>,
+    /// Heap accesses (`heap.facts`), in step order: the object a variable of the step's
+    /// statement referred to, and whether the step mutated it or read it.
+    pub heap: Vec<HeapAccess>,
     /// Call steps that opened more than one frame (built on first use).
     pub multi_open: std::sync::OnceLock<std::collections::HashSet<u32>>,
+}
+
+/// One row of `heap.facts`: at step `step`, variable `var` of its statement referred to object
+/// `obj` (an identity, unique among the objects alive at the same time), which the step
+/// mutated (`def`) or read (`use`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapAccess {
+    pub step: u32,
+    pub var: VarId,
+    pub obj: u64,
+    pub def: bool,
 }
 
 impl Trace {
@@ -455,6 +469,7 @@ impl Dump {
                     frames: Vec::new(),
                     branch: Vec::new(),
                     binds: HashMap::new(),
+                    heap: Vec::new(),
                     multi_open: Default::default(),
                 });
             }
@@ -591,10 +606,64 @@ impl Dump {
                 Ok(())
             })?;
         }
+        self.load_heap(&dir, &trace_ids)?;
         for tr in &self.traces {
             self.check_trace(tr)?;
         }
         Ok(())
+    }
+
+    /// `heap.facts` (optional): each row's variable must be in DEF (mutation) or USE (read) of
+    /// its step's statement.
+    fn load_heap(&mut self, dir: &Path, trace_ids: &Interner) -> Result<(), DumpError> {
+        let traces = &mut self.traces;
+        let vars = &mut self.vars;
+        let (stmts, defs, uses) = (&self.stmts, &self.defs, &self.uses);
+        read_rows(dir, "heap", 5, false, |_, c| {
+            let t = trace_ids.get(c[0]).ok_or_else(|| {
+                format!(
+                    "unknown trace {:?} (no [[test]] in manifest.toml has it)",
+                    c[0]
+                )
+            })? as usize;
+            let step = facts::uint(c[1], "step index")?;
+            let tr = &mut traces[t];
+            let s = tr
+                .steps
+                .get(step as usize)
+                .ok_or_else(|| format!("step {step} does not exist in trace {:?}", c[0]))?
+                .stmt as usize;
+            let obj: u64 = c[3]
+                .parse()
+                .map_err(|_| format!("object must be a non-negative integer, found {:?}", c[3]))?;
+            let var = vars.intern(c[2]);
+            let def = match c[4] {
+                "def" => true,
+                "use" => false,
+                other => return Err(format!("mode must be def or use, found {other:?}")),
+            };
+            let listed = if def { &defs[s] } else { &uses[s] };
+            if !listed.contains(&var) {
+                return Err(format!(
+                    "{:?} is not in {} of statement {} (step {step} of trace {:?})",
+                    c[2],
+                    if def { "DEF" } else { "USE" },
+                    stmts[s].id,
+                    c[0]
+                ));
+            }
+            if tr.heap.last().is_some_and(|h| h.step > step) {
+                return Err(format!("rows of trace {:?} are not in step order", c[0]));
+            }
+            tr.heap.push(HeapAccess {
+                step,
+                var,
+                obj,
+                def,
+            });
+            Ok(())
+        })
+        .map(|_| ())
     }
 
     /// Stack discipline, branch outcomes and the failure step of one trace.

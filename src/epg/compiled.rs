@@ -28,6 +28,7 @@ crepe! {
     @input struct LastdefClose(u32, u32, u32, u32);
     @input struct Rdfinverse(u32, u32);
     @input struct CopyStmt(u32);
+    @input struct Heapdef(u32, u32, u32, u32);
     @input struct HashSym(u32);
     @input struct ThisSym(u32);
 
@@ -69,6 +70,8 @@ crepe! {
     Edge(w, vr, RuleName::RCl2) <- Close(i), Stktop(i, r), Isarg(r, x), Map(r, x, f, _), LastdefClose(i, f, j, w), (r != j), Vd(r, x, vr);
     // R_CL3: edge(W, VR, "R_CL3") :- close(I), stktop(I, R), isrcvobj(R, X), lastdef_close(I, "this", J, W), R != J, vd(R, X, VR).
     Edge(w, vr, RuleName::RCl3) <- Close(i), Stktop(i, r), Isrcvobj(r, x), LastdefClose(i, th, j, w), ThisSym(th), (r != j), Vd(r, x, vr);
+    // R_HEAP: edge(W, V, "R_HEAP") :- vd(I, _, V), heapdef(I, _, _, W).
+    Edge(w, v, RuleName::RHeap) <- Vd(i, _, v), Heapdef(i, _, _, w);
 }
 
 /// Derives the default EPG edges with the compiled rules.
@@ -98,6 +101,7 @@ pub fn derive(p: &Premises) -> Vec<(u32, u32, RuleName)> {
     feed!("lastdef_close", |c| LastdefClose(c[0], c[1], c[2], c[3]), 4);
     feed!("rdfinverse", |c| Rdfinverse(c[0], c[1]), 2);
     feed!("copy", |c| CopyStmt(c[0]), 1);
+    feed!("heapdef", |c| Heapdef(c[0], c[1], c[2], c[3]), 4);
     rt.extend([HashSym(p.symbols.hash())]);
     rt.extend([ThisSym(p.symbols.this())]);
     let (edges,) = rt.run();

@@ -39,10 +39,11 @@ pub enum RuleName {
     RCl1,
     RCl2,
     RCl3,
+    RHeap,
 }
 
 impl RuleName {
-    pub const ALL: [RuleName; 11] = [
+    pub const ALL: [RuleName; 12] = [
         RuleName::Rl,
         RuleName::RDu,
         RuleName::RCtrl1,
@@ -54,6 +55,7 @@ impl RuleName {
         RuleName::RCl1,
         RuleName::RCl2,
         RuleName::RCl3,
+        RuleName::RHeap,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +71,7 @@ impl RuleName {
             RuleName::RCl1 => "R_CL1",
             RuleName::RCl2 => "R_CL2",
             RuleName::RCl3 => "R_CL3",
+            RuleName::RHeap => "R_HEAP",
         }
     }
 }

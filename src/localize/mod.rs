@@ -81,6 +81,8 @@ pub struct Options {
     /// Weight of the spectrum likelihood added to each statement's posterior log-odds
     /// ([`spectrum`]; 0 = the paper's model).
     pub spectrum_weight: f64,
+    /// Follow values through the heap by object identity (`heap.facts`, rule R_HEAP).
+    pub heap: bool,
 }
 
 /// Default of [`Options::spectrum_weight`].
@@ -104,6 +106,7 @@ impl Default for Options {
             cfx_model: CfxModel::Successors,
             max_steps: None,
             spectrum_weight: SPECTRUM_WEIGHT,
+            heap: true,
         }
     }
 }
@@ -168,8 +171,9 @@ impl Model {
         dump: &Dump,
         rules: &Rules,
         views: &[TraceView],
+        heap: bool,
     ) -> Result<Model, Error> {
-        let (epg, premises) = crate::pipeline::derive(dump, rules, views)?;
+        let (epg, premises) = crate::pipeline::derive_with(dump, rules, views, heap)?;
         let evidence = evidence::evidence(dump, &premises);
         let pairs = epg.pairs();
         let index = premises
@@ -473,7 +477,7 @@ pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, 
     } else {
         failing
     };
-    let model = Model::build("F", dump, rules, &model_views(dump, &traces, o)?)?;
+    let model = Model::build("F", dump, rules, &model_views(dump, &traces, o)?, o.heap)?;
     let m = model.infer(dump, &[], &o.cpd, &o.bp)?;
     Ok(cfx::plan(
         dump,
@@ -503,7 +507,9 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
     }
     let built: Vec<Result<Model, Error>> = specs
         .par_iter()
-        .map(|&(name, traces)| Model::build(name, dump, rules, &model_views(dump, traces, o)?))
+        .map(|&(name, traces)| {
+            Model::build(name, dump, rules, &model_views(dump, traces, o)?, o.heap)
+        })
         .collect();
     let models: Vec<Model> = built.into_iter().collect::<Result<_, _>>()?;
     // steps kept after compression, in the widest model (F∪P, or F alone)
