@@ -449,14 +449,17 @@ class Tracer:
                             cur.steps_frame.append(rec.fid)
                             rec.last_step = idx
                             if tracer.heap is not None:
-                                tracer.heap.step(rec, idx, nid, frame)
+                                try:
+                                    tracer.heap.step(rec, idx, nid, frame)
+                                except Exception:   # RecursionError at the limit: no rows
+                                    pass
                         else:
                             slow_step(rec, nid)
                     rec.off = off
                 elif event == "return":
+                    tracer.pop(rec)
                     if tracer.heap is not None:
                         tracer.heap.frame_end(rec, frame)
-                    tracer.pop(rec)
                 elif event == "exception":
                     cur = tracer.cur
                     if cur is not None:
@@ -582,7 +585,10 @@ class Tracer:
             cur.steps_frame.append(rec.fid)
         rec.last_step = idx
         if self.heap is not None:
-            self.heap.step(rec, idx, nid, rec.pyframe)
+            try:
+                self.heap.step(rec, idx, nid, rec.pyframe)
+            except Exception:   # RecursionError at the limit: no rows
+                pass
         return idx
 
     # ------------------------------------------------------------ wrappers
@@ -637,7 +643,10 @@ class Tracer:
         rec.node = nid
         rec.pending = True
         if self.heap is not None and rec.last_step is not None:
-            self.heap.relabel(rec, rec.last_step, nid, rec.pyframe)
+            try:
+                self.heap.relabel(rec, rec.last_step, nid, rec.pyframe)
+            except Exception:   # RecursionError at the limit
+                pass
 
     def iter_exhausted_flip(self, nid):
         """A requested flip of an exhausted `for` header cannot be honoured."""

@@ -437,3 +437,41 @@ def test_heap_recording_can_be_switched_off(tmp_path):
     files = os.listdir(tmp_path / "dump")
     assert "step.facts" in files
     assert "heap.facts" not in files and "heap_access.facts" not in files
+
+
+def test_recursion_limit_keeps_the_dump_well_formed(tmp_path):
+    write(tmp_path, {
+        "src/deep.py": """
+            def down(acc, n):
+                acc.append(n)
+                return down(acc, n + 1)
+            """,
+        "tests/conftest.py": CONFTEST,
+        "tests/test_deep.py": """
+            import pytest
+
+            from deep import down
+
+
+            def test_deep():
+                acc = []
+                with pytest.raises(RecursionError):
+                    down(acc, 0)
+                assert len(acc) > 100
+
+
+            def test_fails():
+                acc = []
+                down(acc, 0)
+            """,
+    })
+    p = run(tmp_path)
+    h = Heap(tmp_path, p)
+    errors, _ = dumpcheck.check(h.d)
+    assert errors == [], errors[:10]
+    got = {t["id"].split("::")[-1]: t["outcome"] for t in h.manifest["test"]}
+    assert got == {"test_deep": "pass", "test_fails": "fail"}, p.stdout
+    tr = h.trace("test_fails")
+    appends = [i for i, nid in enumerate(h.steps[tr]) if h.stmts[nid][5] == "acc.append(n)"]
+    rows = {i for (i, v, o, m) in h.rows[tr] if v == "acc" and m == "def"}
+    assert len(rows & set(appends)) > 100      # (`return down(acc, ...)` passes acc: a def too)
