@@ -74,6 +74,7 @@ pub struct ModelArgs {
     pub rules: Option<PathBuf>,
     /// Run a variant of `eval`'s table by its id (prosecutor, prosecutor-nocfx, prosecutor-f,
     /// prosecutor-fp, prosecutor-nocompress, prosecutor-nospectrum, prosecutor-noheap,
+    /// prosecutor-passing-methods,
     /// prosecutor-paper-rules,
     /// prosecutor-paper; src/variants.rs): its settings override the flags above and below.
     #[arg(long)]
@@ -82,6 +83,10 @@ pub struct ModelArgs {
     /// paper's model).
     #[arg(long, default_value_t = crate::localize::SPECTRUM_WEIGHT)]
     pub spectrum_weight: f64,
+    /// How the F∪P model chooses its passing traces: coverage (greedy cover of the failing
+    /// traces' statements, short traces first) or methods (the paper's shared methods).
+    #[arg(long, value_enum, default_value = "coverage")]
+    pub passing_selection: crate::localize::PassingSelection,
     /// Follow values by variable name only, not through the heap (ignore the dump's
     /// heap.facts; rule R_HEAP then derives nothing).
     #[arg(long)]
@@ -160,6 +165,7 @@ impl ModelArgs {
             cfx_model: self.cfx_model,
             spectrum_weight: self.spectrum_weight,
             heap: !self.no_heap,
+            passing_selection: self.passing_selection,
         };
         if !(self.spectrum_weight.is_finite() && self.spectrum_weight >= 0.0) {
             return Err(Error::Other(format!(

@@ -7,7 +7,7 @@
 //! ablation by adding one line here.
 
 use crate::error::Error;
-use crate::localize::{Mode, Options};
+use crate::localize::{Mode, Options, PassingSelection};
 use crate::pipeline::Rules;
 
 /// One change to the default configuration.
@@ -25,6 +25,8 @@ pub enum Unit {
     SpectrumWeight(f64),
     /// Ignore the heap accesses of the dump (no `heapdef`, no R_HEAP edges).
     NoHeap,
+    /// How F∪P chooses its passing traces.
+    Passing(PassingSelection),
 }
 
 /// A named configuration: the default options changed by `units`, in order.
@@ -85,6 +87,12 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::NoHeap],
     },
     Variant {
+        id: "prosecutor-passing-methods",
+        label: "P by methods",
+        about: "F∪P's passing traces chosen by shared methods (paper §4), not by coverage",
+        units: &[Unit::Passing(PassingSelection::Methods)],
+    },
+    Variant {
         id: "prosecutor-paper-rules",
         label: "paper rules",
         about: "the paper's literal rules (rules/epg-paper.dl: copies are causes)",
@@ -98,6 +106,7 @@ pub const VARIANTS: &[Variant] = &[
             Unit::Rules("epg-paper.dl"),
             Unit::SpectrumWeight(0.0),
             Unit::NoHeap,
+            Unit::Passing(PassingSelection::Methods),
         ],
     },
 ];
@@ -146,6 +155,7 @@ impl Variant {
                 Unit::NoCfx => o.cfx = crate::localize::CfxSource::Off,
                 Unit::SpectrumWeight(w) => o.spectrum_weight = w,
                 Unit::NoHeap => o.heap = false,
+                Unit::Passing(p) => o.passing_selection = p,
                 Unit::Rules(name) => rules = Some(builtin_rules(name)?),
             }
         }

@@ -83,6 +83,8 @@ pub struct Options {
     pub spectrum_weight: f64,
     /// Follow values through the heap by object identity (`heap.facts`, rule R_HEAP).
     pub heap: bool,
+    /// How F∪P chooses its passing traces.
+    pub passing_selection: PassingSelection,
 }
 
 /// Default of [`Options::spectrum_weight`].
@@ -107,6 +109,7 @@ impl Default for Options {
             max_steps: None,
             spectrum_weight: SPECTRUM_WEIGHT,
             heap: true,
+            passing_selection: PassingSelection::Coverage,
         }
     }
 }
@@ -300,11 +303,43 @@ impl Model {
     }
 }
 
-/// The traces to analyse in each setting.
-pub fn select_traces(dump: &Dump, passing: usize) -> (Vec<usize>, Vec<usize>) {
+/// How F∪P chooses its passing traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PassingSelection {
+    /// Paper §4: most app methods shared with the failing traces first (ties: shorter).
+    Methods,
+    /// Greedy cover of the statements the failing traces executed: each pick adds the most
+    /// not-yet-covered statements (ties: shorter trace), then the most shared statements;
+    /// traces longer than the budget are skipped (docs/model.md, "Passing traces").
+    Coverage,
+}
+
+/// A passing trace longer than this many times the failing traces' steps (and than
+/// [`PASSING_MIN_BUDGET`]) is not used in F∪P by the coverage selection.
+pub const PASSING_BUDGET_FACTOR: usize = 2;
+pub const PASSING_MIN_BUDGET: usize = 50_000;
+
+/// The traces to analyse in each setting: (failing, passing for F∪P).
+pub fn select_traces(
+    dump: &Dump,
+    passing: usize,
+    how: PassingSelection,
+) -> (Vec<usize>, Vec<usize>) {
     let failing: Vec<usize> = (0..dump.traces.len())
         .filter(|&t| dump.failure_step(&dump.traces[t]).is_some())
         .collect();
+    let candidates: Vec<usize> = (0..dump.traces.len())
+        .filter(|&t| dump.failure_step(&dump.traces[t]).is_none())
+        .collect();
+    let chosen = match how {
+        PassingSelection::Methods => by_methods(dump, &failing, candidates, passing),
+        PassingSelection::Coverage => by_coverage(dump, &failing, candidates, passing),
+    };
+    (failing, chosen)
+}
+
+fn by_methods(dump: &Dump, failing: &[usize], cands: Vec<usize>, passing: usize) -> Vec<usize> {
     let methods = |t: usize| -> BTreeSet<u32> {
         dump.traces[t]
             .frames
@@ -314,8 +349,8 @@ pub fn select_traces(dump: &Dump, passing: usize) -> (Vec<usize>, Vec<usize>) {
             .collect()
     };
     let fm: BTreeSet<u32> = failing.iter().flat_map(|&t| methods(t)).collect();
-    let mut cands: Vec<(usize, usize, usize)> = (0..dump.traces.len())
-        .filter(|&t| dump.failure_step(&dump.traces[t]).is_none())
+    let mut cands: Vec<(usize, usize, usize)> = cands
+        .into_iter()
         .map(|t| {
             (
                 methods(t).intersection(&fm).count(),
@@ -326,10 +361,49 @@ pub fn select_traces(dump: &Dump, passing: usize) -> (Vec<usize>, Vec<usize>) {
         .filter(|c| c.0 > 0)
         .collect();
     cands.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    (
-        failing,
-        cands.into_iter().take(passing).map(|c| c.2).collect(),
-    )
+    cands.into_iter().take(passing).map(|c| c.2).collect()
+}
+
+fn by_coverage(dump: &Dump, failing: &[usize], cands: Vec<usize>, passing: usize) -> Vec<usize> {
+    let app_stmts = |t: usize| -> BTreeSet<StmtId> {
+        dump.traces[t]
+            .steps
+            .iter()
+            .map(|s| s.stmt)
+            .filter(|&s| dump.methods[dump.stmts[s as usize].method as usize].role == Role::App)
+            .collect()
+    };
+    let target: BTreeSet<StmtId> = failing.iter().flat_map(|&t| app_stmts(t)).collect();
+    let failing_steps: usize = failing.iter().map(|&t| dump.traces[t].steps.len()).sum();
+    let budget = (PASSING_BUDGET_FACTOR * failing_steps).max(PASSING_MIN_BUDGET);
+    // (shared statements, steps, trace)
+    let mut pool: Vec<(BTreeSet<StmtId>, usize, usize)> = cands
+        .into_iter()
+        .filter(|&t| dump.traces[t].steps.len() <= budget)
+        .map(|t| {
+            let shared: BTreeSet<StmtId> = app_stmts(t).intersection(&target).copied().collect();
+            (shared, dump.traces[t].steps.len(), t)
+        })
+        .filter(|c| !c.0.is_empty())
+        .collect();
+    let mut covered: BTreeSet<StmtId> = BTreeSet::new();
+    let mut out = Vec::new();
+    while out.len() < passing && !pool.is_empty() {
+        let key = |c: &(BTreeSet<StmtId>, usize, usize)| {
+            let new = c.0.difference(&covered).count();
+            (
+                std::cmp::Reverse(new),
+                std::cmp::Reverse(c.0.len()),
+                c.1,
+                c.2,
+            )
+        };
+        let best = (0..pool.len()).min_by_key(|&i| key(&pool[i])).unwrap();
+        let (shared, _, t) = pool.swap_remove(best);
+        covered.extend(shared);
+        out.push(t);
+    }
+    out
 }
 
 /// The views of `traces` for a model (compressed when `o.compress`), checked against
@@ -465,7 +539,7 @@ fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec
 
 /// Plans the experiments from a fresh inference on the primary model (F, or F∪P in mode fp).
 pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, Error> {
-    let (failing, passing) = select_traces(dump, o.passing);
+    let (failing, passing) = select_traces(dump, o.passing, o.passing_selection);
     if failing.is_empty() {
         return Err(Error::Other(format!(
             "{}: no failing test has a trace: nothing to localize",
@@ -489,7 +563,7 @@ pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, 
 
 pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error> {
     let start = Instant::now();
-    let (failing, passing) = select_traces(dump, o.passing);
+    let (failing, passing) = select_traces(dump, o.passing, o.passing_selection);
     if failing.is_empty() {
         return Err(Error::Other(format!(
             "{}: no failing test has a trace: nothing to localize",
