@@ -17,7 +17,7 @@ for the core to follow such values by object identity:
 It never calls ``getattr`` (properties, ``__getattr__`` would run user code), keeps no reference
 to a user object beyond the evaluation of a step, and reads ``frame.f_locals`` (costly on
 CPython < 3.13, and it leaves a snapshot of the locals in the frame) only when a step needs a
-local it has not seen since that local was last rebound.
+local it has not seen since that local was last rebound, or an attribute of a local's value.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ class _Walk:
         self.attr_uses = set()  # (var, attr)
         self.rebinds = set()   # names a walrus binds
 
-    def mutated(self, e, bound, itself=False):
-        """`e` is an expression whose object is mutated (the value of a store target, a
-        receiver). `itself`: the object of `e` itself (an augmented target `u.x += ...`)."""
+    def mutated(self, e, bound):
+        """The object of expression `e` is mutated (the value of a store target, a receiver,
+        an augmented target `u.x += ...`): its root variable, and its first attribute."""
         r = sf.root_var(e)
         if r is None or r in bound:
             return
