@@ -213,6 +213,20 @@ struct FrameState {
     /// Formals bound at entry (LASTDEF at close is reported for these only).
     formals: Vec<VarId>,
     method: u32,
+    /// Heap mutations of this frame's latest step, (object, global step, vertex): they count
+    /// as the objects' last mutations once the frame moves on (its next step or its close).
+    /// A call step's definitions stand for the values after its callees ran, so a use inside
+    /// a callee must not link to them (that would be a cycle).
+    heap_pending: Vec<(u64, u32, u32)>,
+}
+
+impl FrameState {
+    /// Makes this frame's pending heap mutations the objects' last ones.
+    fn settle_heap(&mut self, mutated: &mut FxHashMap<u64, (u32, u32)>) {
+        for (obj, gid, v) in self.heap_pending.drain(..) {
+            mutated.insert(obj, (gid, v));
+        }
+    }
 }
 
 /// Runs the forward pass over the given traces, with the heap accesses of the dump.
@@ -330,7 +344,8 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
             if stack.last().map(|f| f.frame) != Some(step.frame) {
                 if let Some(pos) = stack.iter().rposition(|f| f.frame == step.frame) {
                     while stack.len() > pos + 1 {
-                        let f = stack.pop().unwrap();
+                        let mut f = stack.pop().unwrap();
+                        f.settle_heap(&mut mutated);
                         close_frame(&mut out, &mut layout, &f);
                         pool.push(f);
                     }
@@ -341,7 +356,8 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
                         let caller = tr.steps[c as usize].frame;
                         if let Some(pos) = stack.iter().rposition(|f| f.frame == caller) {
                             while stack.len() > pos + 1 {
-                                let f = stack.pop().unwrap();
+                                let mut f = stack.pop().unwrap();
+                                f.settle_heap(&mut mutated);
                                 close_frame(&mut out, &mut layout, &f);
                                 pool.push(f);
                             }
@@ -357,9 +373,11 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
                         this_var: None,
                         formals: Vec::new(),
                         method: 0,
+                        heap_pending: Vec::new(),
                     });
                     fs.defs.clear();
                     fs.formals.clear();
+                    fs.heap_pending.clear();
                     fs.last_exec.clear();
                     fs.frame = step.frame;
                     fs.gframe = gframe_base + step.frame;
@@ -381,6 +399,7 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
                 }
             }
             let top = stack.last_mut().expect("a frame is open");
+            top.settle_heap(&mut mutated);
             let cm = dump.stmts[l as usize].method;
             top.last_step = gid;
             out.push(STEP, &[gid, layout.stmt(l)]);
@@ -531,7 +550,7 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
                     out.push(VD, &[gid, sym, v]);
                     top.defs.insert(d, (gid, v));
                     for h in step_heap.iter().filter(|h| h.def && h.var == d) {
-                        mutated.insert(h.obj, (gid, v));
+                        top.heap_pending.push((h.obj, gid, v));
                     }
                 }
                 out.sort_since::<3>(VD, from);

@@ -39,6 +39,10 @@ const PACKAGE: &[(&str, &str)] = &[
         "prosecutor_tracer/flip.py",
         include_str!("../../frontends/python/prosecutor_tracer/flip.py"),
     ),
+    (
+        "prosecutor_tracer/heap.py",
+        include_str!("../../frontends/python/prosecutor_tracer/heap.py"),
+    ),
 ];
 
 /// Options of one tracing run.

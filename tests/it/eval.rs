@@ -108,7 +108,7 @@ fn fixtures_summary() {
     insta::assert_snapshot!("eval_fixtures_summary", redact_times(&summary));
 
     let rows = csv_rows(&out);
-    assert_eq!(rows.len(), 5 * 13);
+    assert_eq!(rows.len(), 5 * prosecutor::eval::Tech::all().len());
     // every PROSECUTOR inference on the fixtures converges; baselines have no such column
     for r in rows.iter().filter(|r| !r[2].is_empty()) {
         let want = if r[1].starts_with("prosecutor") {
@@ -119,10 +119,11 @@ fn fixtures_summary() {
         assert_eq!(r[7], want, "{r:?}");
     }
     // Fig. 3: every baseline puts line 22 first (alone: the only line only the failing test
-    // runs); PROSECUTOR without counterfactuals (the fixture cannot be re-run) puts the branch
-    // `pads < padLen` (line 21) first and line 22 second, as in the paper's §2.3
+    // runs); PROSECUTOR without counterfactuals (the fixture cannot be re-run) and without the
+    // spectrum likelihood puts the branch `pads < padLen` (line 21) first and line 22 second, as
+    // in the paper's §2.3; the likelihood (line 22: failing test only) lifts line 22 to first
     for r in rows.iter().filter(|r| r[0] == "leftpad_fig3") {
-        let want = if r[1].starts_with("prosecutor") {
+        let want = if r[1] == "prosecutor-nospectrum" {
             "2"
         } else {
             "1"
@@ -149,7 +150,10 @@ fn fixtures_summary() {
         svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
             && svg.trim_end().ends_with("</svg>")
     );
-    assert_eq!(svg.matches("<polyline").count(), 13);
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        prosecutor::eval::Tech::all().len()
+    );
     assert!(svg.contains("<title>PROSECUTOR</title>") && svg.contains("<title>F∪P</title>"));
     // k axis runs to 16 (the longest ranking: interproc's 16 lines)
     assert!(svg.contains(">16</text>") && !svg.contains(">17</text>"));
@@ -225,17 +229,20 @@ fn bad_entries_are_reported_per_case() {
         "{summary}"
     );
     let rows = csv_rows(&out);
-    assert_eq!(rows.len(), 5 * 13);
-    // Fig. 3 without counterfactuals (no rerun here): line 22 is second, behind branch line 21
-    assert_eq!(row(&rows, "good", "prosecutor")[2], "2");
+    assert_eq!(rows.len(), 5 * prosecutor::eval::Tech::all().len());
+    // Fig. 3 without counterfactuals (no rerun here): line 22 is second, behind branch line 21,
+    // in the paper's inference; the spectrum likelihood puts it first (only the failing test
+    // runs it)
+    assert_eq!(row(&rows, "good", "prosecutor-nospectrum")[2], "2");
+    assert_eq!(row(&rows, "good", "prosecutor")[2], "1");
     let bad = row(&rows, "missing_dump", "ochiai");
     assert!(
         bad[2].is_empty() && bad[8].contains("no-such-dump"),
         "{bad:?}"
     );
-    // the good case's position counts (2nd: not @1, @3), the failed ones are excluded
+    // the good case's position counts (1st), the failed ones are excluded
     assert!(
-        stdout.contains("| PROSECUTOR | 0 | 1 | 1 | 1 | 1 |"),
+        stdout.contains("| PROSECUTOR | 1 | 1 | 1 | 1 | 1 |"),
         "{stdout}"
     );
 }

@@ -49,9 +49,14 @@ fn stmt(r: &Value, s: &str) -> (u64, f64) {
 }
 
 /// Table 1: line 26 (the crash) first, the buggy line 9 within the top 3; convergence reported.
+/// The paper's examples are stated for the paper's inference (no spectrum likelihood): the
+/// tests of Table 1 and Fig. 3 run with `--spectrum-weight 0`; `spectrum_likelihood_on_fig1`
+/// checks what the likelihood changes.
+const PAPER: [&str; 2] = ["--spectrum-weight", "0"];
+
 #[test]
 fn fig1_table1() {
-    let r = localize_json(&[&dump("leftpad_fig1"), "--no-cfx"]);
+    let r = localize_json(&[&dump("leftpad_fig1"), "--no-cfx", PAPER[0], PAPER[1]]);
     assert_eq!(r["ranking"][0]["line"], 26);
     let (rank9, _) = line(&r, 9);
     assert!(rank9 <= 3, "line 9 at rank {rank9}");
@@ -60,6 +65,24 @@ fn fig1_table1() {
     assert!(r["convergence"]["max_change"].as_f64().unwrap() < 1e-6);
     // the paper's Table 1 order of the top three: 26, 25, then the buggy line
     assert_eq!(r["ranking"][1]["line"], 25);
+}
+
+/// Fig. 1's passing test also runs the buggy line 9 and line 25; only the failing test runs line
+/// 24 and the crashing line 26. The spectrum likelihood (B(2,1) for those, B(2,2) = 1/3 of it
+/// for lines both tests run) lowers line 9's log-odds by exactly ln 3, and leaves line 24's.
+#[test]
+fn spectrum_likelihood_on_fig1() {
+    let d = dump("leftpad_fig1");
+    let paper = localize_json(&[&d, "--no-cfx", "--mode", "f", PAPER[0], PAPER[1]]);
+    let with = localize_json(&[&d, "--no-cfx", "--mode", "f"]);
+    let logit = |p: f64| (p / (1.0 - p)).ln();
+    for (l, shift) in [(9u64, -(3f64.ln())), (24, 0.0), (26, 0.0)] {
+        let (a, b) = (line(&paper, l).1, line(&with, l).1);
+        assert!(
+            (logit(b) - logit(a) - shift).abs() < 1e-6,
+            "line {l}: {a} -> {b}, expected a log-odds shift of {shift}"
+        );
+    }
 }
 
 /// Writes the plan of leftpad_fig3 with outcomes: only flipping `pads < padLen` (step 11) passes,
@@ -97,13 +120,15 @@ fn fig3_results(dir: &std::path::Path) -> String {
 fn fig3_counterfactual_raises_line_22() {
     let dir = tempfile::tempdir().unwrap();
     let results = fig3_results(dir.path());
-    let base = localize_json(&[&dump("leftpad_fig3"), "--no-cfx"]);
+    let base = localize_json(&[&dump("leftpad_fig3"), "--no-cfx", PAPER[0], PAPER[1]]);
     let cfx = localize_json(&[
         &dump("leftpad_fig3"),
         "--cfx",
         &results,
         "--cfx-model",
         "reroute",
+        PAPER[0],
+        PAPER[1],
     ]);
     let (r0, s0) = line(&base, 22);
     let (r1, s1) = line(&cfx, 22);
@@ -134,6 +159,8 @@ fn fig3_counterfactual_raises_line_22() {
         "--no-cfx",
         "--granularity",
         "statement",
+        PAPER[0],
+        PAPER[1],
     ]);
     let cfx_s = localize_json(&[
         &dump("leftpad_fig3"),
@@ -143,13 +170,15 @@ fn fig3_counterfactual_raises_line_22() {
         "reroute",
         "--granularity",
         "statement",
+        PAPER[0],
+        PAPER[1],
     ]);
     let (a0, _) = stmt(&base_s, "lp.22a");
     let (a1, _) = stmt(&cfx_s, "lp.22a");
     assert!(a1 < a0, "faulty statement lp.22a: rank {a0} -> {a1}");
 
     // the default model is the paper's literal construction: line 21 keeps the lead
-    let lit = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results]);
+    let lit = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results, PAPER[0], PAPER[1]]);
     let (r2, s2) = line(&lit, 22);
     assert!(
         r2 > 1 && (s2 - s0).abs() < 0.05,
