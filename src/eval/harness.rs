@@ -99,6 +99,8 @@ pub struct CaseResult {
     /// Tracing time (0 when the dump was given or reused).
     pub trace_seconds: f64,
     pub runs: Vec<Run>,
+    /// The counterfactual experiments of the full PROSECUTOR run (empty without them).
+    pub experiments: Vec<ExperimentResult>,
 }
 
 impl CaseResult {
@@ -109,6 +111,7 @@ impl CaseResult {
             error: Some(error),
             trace_seconds: 0.0,
             runs: Vec::new(),
+            experiments: Vec::new(),
         }
     }
 
@@ -269,6 +272,7 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         cache.load(&dump.dir.join("manifest.toml"));
     }
     let mut runs = Vec::new();
+    let mut full_experiments = Vec::new();
     for tech in Tech::all() {
         let start = Instant::now();
         let ranking: Result<(Vec<Ranked>, Vec<String>), String> = match tech {
@@ -295,11 +299,12 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
                             .map_err(|e| e.to_string())
                     })
                     .map(|r| {
-                        if !r.experiments.is_empty() {
+                        if tech.is_full() {
                             if let Some(w) = crate::localize::cfx::degraded_summary(&r.experiments)
                             {
-                                eprintln!("prosecutor: {}: {}: {w}", case.name, tech.id());
+                                eprintln!("prosecutor: {}: {w}", case.name);
                             }
+                            full_experiments = r.experiments.clone();
                         }
                         if !r.experiments.is_empty() {
                             cache.remember(&r.experiments);
@@ -348,6 +353,7 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         error: None,
         trace_seconds,
         runs,
+        experiments: full_experiments,
     }
 }
 

@@ -183,6 +183,22 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
     write("summary.md", output::summary_md(&name, &results))?;
     write("cases.csv", output::cases_csv(&results))?;
     write("topk.svg", output::topk_svg(&results))?;
+    let all: Vec<_> = results
+        .iter()
+        .flat_map(|c| c.experiments.iter().cloned())
+        .collect();
+    if !all.is_empty() {
+        let line = crate::localize::cfx::degraded_summary(&all).unwrap_or_else(|| {
+            format!(
+                "all {} counterfactual experiments gave information (pass or fail)",
+                all.len()
+            )
+        });
+        eprintln!(
+            "prosecutor: eval: {line} (PROSECUTOR, {} cases)",
+            results.len()
+        );
+    }
     let table = output::technique_table(&output::summarize(&results));
     writeln!(out, "{table}").map_err(Error::Output)?;
     let errs = output::error_list(&results);

@@ -518,6 +518,7 @@ mod tests {
             kind: None,
             error: None,
             trace_seconds: 0.0,
+            experiments: Vec::new(),
             runs: vec![
                 run(
                     Tech::full(),

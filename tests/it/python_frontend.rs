@@ -10,20 +10,22 @@ use crate::eval::{csv_rows, have_pytest, redact_times};
 /// (measured; the reasons for the weak cases are in docs/evaluation.md). A regression guard:
 /// a model change that makes one worse must update this table and say why.
 const EXPECTED: &[(&str, usize)] = &[
-    ("leftpad_fig1", 5),
+    // 5 without the spectrum likelihood: passing tests also run the faulty line, while lines
+    // near the crash run only in the failing test (docs/model.md, "Spectrum likelihood")
+    ("leftpad_fig1", 12),
     ("leftpad_fig3", 1),
-    ("merge_sorted", 2),
+    ("merge_sorted", 1),
     ("find_peaks", 7),
-    ("order_total", 8),
+    ("order_total", 7),
     ("text_stats", 10),
-    ("leaderboard", 7),
-    ("config_color", 16),
-    ("format_duration", 6),
-    ("normalize_path", 8),
+    ("leaderboard", 6),
+    ("config_color", 15),
+    ("format_duration", 4),
+    ("normalize_path", 1),
     ("binary_search_rec", 2),
-    ("ring_buffer", 11),
+    ("ring_buffer", 6),
     ("matrix_transpose", 1),
-    ("tokenizer_generator", 23),
+    ("tokenizer_generator", 22),
 ];
 
 /// `prosecutor eval` over the committed manifest fixtures/python/cases.toml: every project is
