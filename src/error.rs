@@ -18,4 +18,9 @@ pub enum Error {
     Output(std::io::Error),
     #[error("{0}")]
     Other(String),
+    /// The evidence of one failing trace (index into `Dump::traces`) is impossible in the model:
+    /// its failure depends on nothing that could be incorrect. `localize` leaves such a trace
+    /// out (with a warning) instead of failing.
+    #[error("{message}")]
+    Contradiction { trace: usize, message: String },
 }

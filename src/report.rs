@@ -110,12 +110,16 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
             }
             let c = &r.convergence;
             if c.runs.is_empty() {
-                // a baseline: no inference ran
-                return writeln!(
+                // a baseline (or the spectrum fallback): no inference ran
+                writeln!(
                     w,
                     "\ntraces: {} failing, {} passing; {} steps",
                     r.stats.failing_traces, r.stats.passing_traces, r.stats.steps
-                );
+                )?;
+                for warning in &r.warnings {
+                    writeln!(w, "warning: {warning}")?;
+                }
+                return Ok(());
             }
             writeln!(
                 w,

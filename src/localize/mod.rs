@@ -250,11 +250,14 @@ impl Model {
             r => r,
         };
         result.map_err(|e| match e {
-            infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => Error::Other(format!(
-                "the evidence is contradictory at {} (observed incorrect, but everything it depends on is known correct: \
-                 the failure point depends only on test code?)",
-                self.epg.vertex_name(dump, v)
-            )),
+            infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => Error::Contradiction {
+                trace: vertex_trace(&self.premises.vertices[v as usize]).unwrap_or(usize::MAX),
+                message: format!(
+                    "the evidence is contradictory at {} (observed incorrect, but everything it depends on is known correct: \
+                     the failure point depends only on test code?)",
+                    self.epg.vertex_name(dump, v)
+                ),
+            },
             e => Error::Other(format!("inference on {}: {e}", self.name)),
         })
     }
@@ -561,9 +564,108 @@ pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, 
     ))
 }
 
+/// The trace a value vertex belongs to (`None` for statement vertices).
+fn vertex_trace(v: &Vertex) -> Option<usize> {
+    match *v {
+        Vertex::Stmt(_) => None,
+        Vertex::Def { trace, .. }
+        | Vertex::Value { trace, .. }
+        | Vertex::Arg { trace, .. }
+        | Vertex::This { trace, .. } => Some(trace as usize),
+    }
+}
+
+/// Localizes with every failing trace; a failing trace whose failure the model cannot connect
+/// to code under test (contradictory evidence) is left out with a warning naming its test, and
+/// when no failing trace is left the ranking falls back to the spectrum likelihood alone
+/// ([`spectrum`]), so that `localize` never answers with less than the spectrum of the dump.
 pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error> {
     let start = Instant::now();
-    let (failing, passing) = select_traces(dump, o.passing, o.passing_selection);
+    let mut excluded: Vec<usize> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
+    loop {
+        match localize_excluding(dump, rules, o, &excluded) {
+            Ok(mut r) => {
+                warnings.append(&mut r.warnings);
+                r.warnings = warnings;
+                return Ok(r);
+            }
+            Err(Error::Contradiction { trace, message })
+                if trace < dump.traces.len() && !excluded.contains(&trace) =>
+            {
+                let test = &dump.manifest.tests[dump.traces[trace].test].id;
+                warnings.push(format!(
+                    "failing test {test} left out of the model: {message}"
+                ));
+                excluded.push(trace);
+                let left = (0..dump.traces.len())
+                    .filter(|t| !excluded.contains(t))
+                    .any(|t| dump.failure_step(&dump.traces[t]).is_some());
+                if !left {
+                    warnings.push(
+                        "no failing trace could be connected to code under test: the ranking is \
+                         the spectrum likelihood alone (docs/model.md)"
+                            .to_owned(),
+                    );
+                    return Ok(spectrum_report(dump, o, warnings, start));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The ranking by the spectrum likelihood alone (the fallback of [`localize`]).
+fn spectrum_report(dump: &Dump, o: &Options, warnings: Vec<String>, start: Instant) -> Report {
+    let scores: StmtScores = spectrum::log_likelihoods(dump)
+        .into_iter()
+        .map(|(s, l)| {
+            (
+                s,
+                Score {
+                    value: l.exp(),
+                    tail: l,
+                },
+            )
+        })
+        .collect();
+    let failing = dump
+        .traces
+        .iter()
+        .filter(|t| dump.failure_step(t).is_some())
+        .count();
+    let steps = dump.traces.iter().map(|t| t.steps.len()).sum();
+    Report {
+        mode: o.mode,
+        granularity: o.granularity,
+        ranking: ranking::rank(dump, &scores, o.granularity),
+        convergence: ConvergenceReport {
+            iterations: 0,
+            max_change: 0.0,
+            converged: true,
+            runs: Vec::new(),
+        },
+        experiments: Vec::new(),
+        stats: Stats {
+            failing_traces: failing,
+            passing_traces: dump.traces.len() - failing,
+            steps,
+            kept_steps: steps,
+            seconds: start.elapsed().as_secs_f64(),
+        },
+        warnings,
+    }
+}
+
+fn localize_excluding(
+    dump: &Dump,
+    rules: &Rules,
+    o: &Options,
+    excluded: &[usize],
+) -> Result<Report, Error> {
+    let start = Instant::now();
+    let (mut failing, passing) = select_traces(dump, o.passing, o.passing_selection);
+    failing.retain(|t| !excluded.contains(t));
     if failing.is_empty() {
         return Err(Error::Other(format!(
             "{}: no failing test has a trace: nothing to localize",

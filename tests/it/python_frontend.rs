@@ -272,3 +272,60 @@ fn python_bad_input() {
         "def f(x):\n    return x +\n"
     );
 }
+
+/// `with pytest.raises(E): f()` failing with DID NOT RAISE: the failure is the absence of an
+/// exception, and the model finds nothing in code under test that the failing value depends on
+/// (contradictory evidence). `localize` used to exit 2 with no ranking; now it leaves the trace
+/// out with a warning naming the test, falls back on the spectrum likelihood when no failing
+/// trace is left, says so on stderr and in every format, and ranks the faulty line.
+#[test]
+fn contradictory_failure_falls_back_to_the_spectrum() {
+    if !have_pytest() {
+        return;
+    }
+    let dir = root().join("fixtures/python/raises_not_raised");
+    let dump = tempfile::tempdir().unwrap();
+    let d = dump.path().join("d");
+    let o = bin()
+        .current_dir(&dir)
+        .args(["trace", "--src", "src", "--out", d.to_str().unwrap(), "--"])
+        .args(["python3", "-m", "pytest", "-q", "tests"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&[
+        "localize",
+        d.to_str().unwrap(),
+        "--no-cfx",
+        "--format",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("test_zero_is_rejected left out of the model")
+            && stderr.contains("spectrum likelihood alone"),
+        "{stderr}"
+    );
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["warnings"].as_array().unwrap().len(), 2, "{r}");
+    let ranking = r["ranking"].as_array().unwrap();
+    let faulty = ranking
+        .iter()
+        .find(|e| e["file"] == "parse_port.py" && e["line"] == 3)
+        .expect("the faulty line is ranked");
+    // the failing test ran lines 2, 3 and 5; line 5 only the failing test and one passing test
+    assert!(faulty["rank"].as_u64().unwrap() <= 3, "{faulty}");
+    let csv = run(&[
+        "localize",
+        d.to_str().unwrap(),
+        "--no-cfx",
+        "--format",
+        "csv",
+    ]);
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(
+        text.contains("# warning: no failing trace could be connected"),
+        "{text}"
+    );
+}
