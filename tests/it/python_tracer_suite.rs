@@ -1,6 +1,6 @@
-//! The Python front-end's own pytest suite (`frontends/python/tests`: AST → facts, end-to-end
-//! dumps, flips, the regression tests of the tracer's defects), run by `cargo test` so that CI
-//! runs it too.
+//! The Python pytest suites: the front-end's own (`frontends/python/tests`: AST → facts, end-to-end
+//! dumps, flips, the regression tests of the tracer's defects) and the corpus builder's, run by
+//! `cargo test` so that CI runs them too.
 
 use std::process::Command;
 
@@ -9,20 +9,23 @@ use crate::eval::have_pytest;
 
 #[test]
 fn python_tracer_pytest_suite() {
+    pytest_suite("frontends/python/tests");
+}
+
+/// The corpus builder's tests (`corpus/python/test_build.py`: a fake library, offline).
+#[test]
+fn corpus_builder_pytest_suite() {
+    pytest_suite("corpus/python/test_build.py");
+}
+
+fn pytest_suite(path: &str) {
     if !have_pytest() {
         eprintln!("skipped: python3 -c 'import pytest' fails (CI installs pytest)");
         return;
     }
     let o = Command::new("python3")
         .current_dir(root())
-        .args([
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "frontends/python/tests",
-        ])
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", path])
         // nothing written into the checkout
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env_remove("PYTEST_ADDOPTS")
@@ -33,7 +36,7 @@ fn python_tracer_pytest_suite() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success(),
-        "frontends/python/tests failed (exit {:?}):\n{out}\n{err}",
+        "{path} failed (exit {:?}):\n{out}\n{err}",
         o.status.code()
     );
 }
