@@ -72,3 +72,26 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `prosecutor localize --src src --keep-dump DUMP OPTIONS -- python3 -m pytest -q -p
+/// no:cacheprovider tests`, run in `project` (a Python project laid out as the fixtures are),
+/// without writing bytecode into it.
+pub fn localize_python(project: &Path, dump: &Path, options: &[&str]) -> Command {
+    let mut c = bin();
+    c.current_dir(project)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["localize", "--src", "src", "--keep-dump"])
+        .arg(dump)
+        .args(options)
+        .args([
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests",
+        ]);
+    c
+}

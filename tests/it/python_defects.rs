@@ -10,14 +10,10 @@ use crate::common::*;
 use crate::eval::have_pytest;
 
 fn localize_json(project: &Path, dump: &Path, pythonpath: Option<&str>) -> Value {
-    let mut c = bin();
-    c.current_dir(project)
-        .args([
-            "localize",
-            "--src",
-            "src",
-            "--keep-dump",
-            dump.to_str().unwrap(),
+    let mut c = localize_python(
+        project,
+        dump,
+        &[
             "--format",
             "json",
             "--cfx-model",
@@ -25,16 +21,8 @@ fn localize_json(project: &Path, dump: &Path, pythonpath: Option<&str>) -> Value
             // generous: a slow (loaded) machine must not turn experiments into timeouts
             "--cfx-timeout",
             "120",
-            "--",
-            "python3",
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests",
-        ])
-        .env("PYTHONDONTWRITEBYTECODE", "1");
+        ],
+    );
     match pythonpath {
         Some(p) => c.env("PYTHONPATH", p),
         None => c.env_remove("PYTHONPATH"),
@@ -112,27 +100,7 @@ fn inherited_tests_are_traced_and_untraced_ones_reported() {
     let project = dir.path().join("proj");
     copy_dir(&root().join("fixtures/python/mixin_tests"), &project);
     let dump = dir.path().join("dump");
-    let o = bin()
-        .current_dir(&project)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .args([
-            "localize",
-            "--src",
-            "src",
-            "--keep-dump",
-            dump.to_str().unwrap(),
-            "--no-cfx",
-            "--format",
-            "json",
-            "--",
-            "python3",
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests",
-        ])
+    let o = localize_python(&project, &dump, &["--no-cfx", "--format", "json"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);

@@ -168,27 +168,13 @@ fn fig3_python_counterfactual() {
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("dump");
     let project = root().join("fixtures/python/leftpad_fig3");
-    let o = bin()
-        .current_dir(&project)
-        .args([
-            "localize",
-            "--src",
-            "src",
-            "--keep-dump",
-            dump.to_str().unwrap(),
-            "--format",
-            "json",
-            "--cfx-model",
-            "reroute",
-            "--",
-            "python3",
-            "-m",
-            "pytest",
-            "-q",
-            "tests",
-        ])
-        .output()
-        .unwrap();
+    let o = localize_python(
+        &project,
+        &dump,
+        &["--format", "json", "--cfx-model", "reroute"],
+    )
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let with: Value = serde_json::from_slice(&o.stdout).unwrap();
     let ex = with["experiments"].as_array().unwrap();
