@@ -159,14 +159,11 @@ fn passed(dump: &Dump, test: usize) -> bool {
     dump.manifest.tests[test].outcome == Outcome::Pass
 }
 
-/// SBFL score of every statement some test in the spectrum executed.
-pub fn sbfl_stmt_scores(dump: &Dump, formula: Formula) -> Result<StmtScores, String> {
+/// The statement spectrum of a dump (one test per covered test) and the statements some test
+/// executed.
+pub fn stmt_spectrum(dump: &Dump) -> (Spectrum, BTreeSet<StmtId>) {
     let cov = stmt_coverage(dump);
-    if !cov.iter().any(|(t, _)| !passed(dump, *t)) {
-        return Err(
-            "no failing test in the coverage spectrum: SBFL has nothing to rank".to_owned(),
-        );
-    }
+    let executed: BTreeSet<StmtId> = cov.iter().flat_map(|(_, s)| s.iter().copied()).collect();
     let spectrum = Spectrum {
         n_elements: dump.stmts.len(),
         tests: cov
@@ -177,8 +174,18 @@ pub fn sbfl_stmt_scores(dump: &Dump, formula: Formula) -> Result<StmtScores, Str
             })
             .collect(),
     };
+    (spectrum, executed)
+}
+
+/// SBFL score of every statement some test in the spectrum executed.
+pub fn sbfl_stmt_scores(dump: &Dump, formula: Formula) -> Result<StmtScores, String> {
+    let (spectrum, executed) = stmt_spectrum(dump);
+    if spectrum.tests.iter().all(|t| t.passed) {
+        return Err(
+            "no failing test in the coverage spectrum: SBFL has nothing to rank".to_owned(),
+        );
+    }
     let scores = sbfl_scores(&spectrum, formula).map_err(|e| e.to_string())?;
-    let executed: BTreeSet<StmtId> = cov.iter().flat_map(|(_, s)| s.iter().copied()).collect();
     // DStar's "covered by every failing test and no passing test" is f64::MAX: print it as inf.
     let finite = |x: f64| if x == f64::MAX { f64::INFINITY } else { x };
     Ok(executed

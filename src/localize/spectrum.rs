@@ -20,41 +20,32 @@
 
 use std::collections::HashMap;
 
-use crate::dump::{Dump, Outcome, StmtId};
+use crate::dump::{Dump, StmtId};
 
 /// `ε`: the probability that a failing test which does not execute the fault fails anyway.
 pub const OTHER_CAUSE: f64 = 0.1;
 
 /// `ln(L(l) / max L)` of every statement some test executed (≤ 0; 0 for the likeliest).
 pub fn log_likelihoods(dump: &Dump) -> HashMap<StmtId, f64> {
-    let cov = crate::eval::baseline::stmt_coverage(dump);
-    let failed = |t: usize| dump.manifest.tests[t].outcome != Outcome::Pass;
-    let total_failing = cov.iter().filter(|(t, _)| failed(*t)).count();
-    let mut counts: HashMap<StmtId, (usize, usize)> = HashMap::new();
-    for (t, stmts) in &cov {
-        for &s in stmts {
-            let c = counts.entry(s).or_default();
-            if failed(*t) {
-                c.0 += 1;
-            } else {
-                c.1 += 1;
-            }
-        }
-    }
+    let (spectrum, executed) = crate::eval::baseline::stmt_spectrum(dump);
+    // element ids come from the dump's statements: always in range
+    let counts = crate::baselines::sbfl::spectrum_counts(&spectrum).unwrap_or_default();
     // ln k! for k up to the number of tests + 1
-    let mut ln_fact = vec![0.0f64; cov.len() + 2];
+    let mut ln_fact = vec![0.0f64; spectrum.tests.len() + 2];
     for k in 1..ln_fact.len() {
         ln_fact[k] = ln_fact[k - 1] + (k as f64).ln();
     }
-    let ln_l = |ef: usize, ep: usize| {
-        ln_fact[ef] + ln_fact[ep] - ln_fact[ef + ep + 1]
-            + (total_failing - ef) as f64 * OTHER_CAUSE.ln()
-    };
-    let raw: HashMap<StmtId, f64> = counts
+    let raw: Vec<(StmtId, f64)> = executed
         .into_iter()
-        .map(|(s, (ef, ep))| (s, ln_l(ef, ep)))
+        .map(|s| {
+            let c = counts[s as usize];
+            let (ef, ep) = (c.ef as usize, c.ep as usize);
+            let ln_l =
+                ln_fact[ef] + ln_fact[ep] - ln_fact[ef + ep + 1] + c.nf as f64 * OTHER_CAUSE.ln();
+            (s, ln_l)
+        })
         .collect();
-    let max = raw.values().copied().fold(f64::NEG_INFINITY, f64::max);
+    let max = raw.iter().map(|r| r.1).fold(f64::NEG_INFINITY, f64::max);
     raw.into_iter().map(|(s, l)| (s, l - max)).collect()
 }
 
