@@ -272,20 +272,25 @@ fn unparseable_manifest_exits_2_with_file_and_line() {
     assert!(stderr.contains("missing.toml: cannot read"), "{stderr}");
 }
 
-pub(crate) fn have_pytest() -> bool {
-    std::process::Command::new("python3")
+/// The Python tests need `python3` with pytest (`.ci/run` installs it). A machine without it
+/// fails these tests with that message instead of skipping them, so a missing dependency never
+/// passes for a green run.
+pub(crate) fn require_pytest() {
+    let ok = std::process::Command::new("python3")
         .args(["-c", "import pytest"])
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "python3 with pytest is required by this test: `python3 -c 'import pytest'` fails \
+         (install it with `python3 -m pip install pytest`, as .ci/run does)"
+    );
 }
 
 /// A traced case: the dump lands in OUT/dumps/<name>; a second run reuses it (no re-trace).
 #[test]
 fn traced_case_is_not_traced_again() {
-    if !have_pytest() {
-        eprintln!("skipped: python3 with pytest is not available");
-        return;
-    }
+    require_pytest();
     let dir = tempfile::tempdir().unwrap();
     let project: PathBuf = root().join("fixtures/python/leftpad_fig3");
     let m = dir.path().join("py.toml");

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::eval::have_pytest;
+use crate::eval::require_pytest;
 
 fn localize_json(project: &Path, dump: &Path, pythonpath: Option<&str>) -> Value {
     let mut c = localize_python(
@@ -56,10 +56,7 @@ fn assert_experiments_ran(r: &Value) {
 /// also when the dump is localized later from another directory without that PYTHONPATH.
 #[test]
 fn reruns_keep_the_users_pythonpath() {
-    if !have_pytest() {
-        eprintln!("skipped: python3 -c 'import pytest' fails (CI installs pytest)");
-        return;
-    }
+    require_pytest();
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("proj");
     copy_dir(&root().join("fixtures/python/pythonpath_src"), &project);
@@ -92,10 +89,7 @@ fn reruns_keep_the_users_pythonpath() {
 /// warning the driver prints.
 #[test]
 fn inherited_tests_are_traced_and_untraced_ones_reported() {
-    if !have_pytest() {
-        eprintln!("skipped: python3 -c 'import pytest' fails (CI installs pytest)");
-        return;
-    }
+    require_pytest();
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("proj");
     copy_dir(&root().join("fixtures/python/mixin_tests"), &project);

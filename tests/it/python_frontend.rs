@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::common::*;
-use crate::eval::{csv_rows, have_pytest, redact_times};
+use crate::eval::{csv_rows, redact_times, require_pytest};
 
 /// Pessimistic position of the faulty line per project, PROSECUTOR without counterfactuals
 /// (measured; the reasons for the weak cases are in docs/evaluation.md). A regression guard:
@@ -33,10 +33,7 @@ const EXPECTED: &[(&str, usize)] = &[
 /// each project's faulty-line position is asserted.
 #[test]
 fn python_fixtures_eval() {
-    if !have_pytest() {
-        eprintln!("skipped: python3 -c 'import pytest' fails (CI installs pytest)");
-        return;
-    }
+    require_pytest();
     let out = tempfile::tempdir().unwrap();
     // Every project of the committed manifest except the one that hangs (its own test below:
     // its uncompressed variant alone would take minutes on the 2-core CI machine).
@@ -93,9 +90,7 @@ fn python_fixtures_eval() {
 /// point; compression folds the endless loop to two iterations, and the faulty line is ranked.
 #[test]
 fn hanging_test_is_a_timeout_failure() {
-    if !have_pytest() {
-        return;
-    }
+    require_pytest();
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("dump");
     let project = root().join("fixtures/python/to_base_hang");
@@ -161,10 +156,7 @@ fn hanging_test_is_a_timeout_failure() {
 /// feeding that back raises the buggy line 22.
 #[test]
 fn fig3_python_counterfactual() {
-    if !have_pytest() {
-        eprintln!("skipped: python3 -c 'import pytest' fails (CI installs pytest)");
-        return;
-    }
+    require_pytest();
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("dump");
     let project = root().join("fixtures/python/leftpad_fig3");
@@ -214,9 +206,7 @@ fn fig3_python_counterfactual() {
 /// Bad input to the front-end: a syntax error in SRC, and a suite with no failing test.
 #[test]
 fn python_bad_input() {
-    if !have_pytest() {
-        return;
-    }
+    require_pytest();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     std::fs::create_dir_all(p.join("src")).unwrap();
@@ -266,9 +256,7 @@ fn python_bad_input() {
 /// trace is left, says so on stderr and in every format, and ranks the faulty line.
 #[test]
 fn contradictory_failure_falls_back_to_the_spectrum() {
-    if !have_pytest() {
-        return;
-    }
+    require_pytest();
     let dir = root().join("fixtures/python/raises_not_raised");
     let dump = tempfile::tempdir().unwrap();
     let d = dump.path().join("d");
