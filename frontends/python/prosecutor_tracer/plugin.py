@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+import _pytest as _pytest_pkg
+import pluggy
 import pytest
 
 from . import VERSION
@@ -325,11 +327,27 @@ def _root_code(item):
     return getattr(obj, "__code__", None)
 
 
+_HARNESS_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (pytest, _pytest_pkg, pluggy)) + (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+
+
+def _in_harness(filename):
+    return os.path.abspath(filename).startswith(_HARNESS_DIRS)
+
+
 def _alarm(signum, frame):
     st = _state
-    if st is not None and st.tracer.cur is not None:
-        st.tracer.cur.timed_out = True
-        signal.setitimer(signal.ITIMER_REAL, 1.0)  # keep insisting if it is swallowed
+    if st is None or st.tracer.cur is None:
+        # The test has already ended (the alarm raced its end): raising now would hit pytest's
+        # own machinery and lose the test's report.
+        return
+    st.tracer.cur.timed_out = True
+    signal.setitimer(signal.ITIMER_REAL, 1.0)  # keep insisting if it is swallowed
+    if frame is not None and _in_harness(frame.f_code.co_filename):
+        # Interrupted inside pytest, pluggy or this tracer (the test is unwinding or being
+        # reported): an exception here would not fail the test but break its report. The
+        # re-armed alarm tries again if the test is still running then.
+        return
     raise TestTimeout(f"test ran longer than {st.timeout if st else '?'} s (prosecutor timeout)")
 
 
@@ -349,10 +367,12 @@ def pytest_runtest_call(item):
     try:
         yield
     finally:
-        rec = st.tracer.stop()
+        # Disarm first: stopping the tracer of a long (timed-out) test can take longer than the
+        # re-armed alarm, and a TestTimeout raised there would lose the test's report.
         if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+        rec = st.tracer.stop()
         st.current = (rec, time.monotonic() - t0)
 
 
