@@ -91,8 +91,9 @@ pub struct ModelArgs {
     /// heap.facts; rule R_HEAP then derives nothing).
     #[arg(long)]
     pub no_heap: bool,
-    /// Which traces build the model: f (failing only), fp (failing + passing), both (aggregated).
-    #[arg(long, value_enum, default_value = "both")]
+    /// Which traces build the model: f (failing only), fp (failing + passing), average (both,
+    /// posteriors averaged; the default), both (both, min-rank aggregation as in the paper).
+    #[arg(long, value_enum, default_value = "average")]
     pub mode: Mode,
     /// Do not compress loops in traces (Algorithm 1).
     #[arg(long)]

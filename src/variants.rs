@@ -13,7 +13,7 @@ use crate::pipeline::Rules;
 /// One change to the default configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Unit {
-    /// Which traces build the model (F, F∪P, or both aggregated).
+    /// Which traces build the model (F, F∪P, or both averaged or aggregated).
     Mode(Mode),
     /// No loop compression of traces (Algorithm 1).
     NoCompress,
@@ -46,8 +46,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         id: "prosecutor",
         label: "PROSECUTOR",
-        about:
-            "the default model: rules/epg.dl, F and F∪P aggregated, counterfactuals, compression",
+        about: "the default model: rules/epg.dl, F and F∪P averaged, counterfactuals, compression",
         units: &[],
     },
     Variant {
@@ -67,6 +66,12 @@ pub const VARIANTS: &[Variant] = &[
         label: "F∪P",
         about: "failing and passing traces, no aggregation (paper Table 3)",
         units: &[Unit::Mode(Mode::Fp)],
+    },
+    Variant {
+        id: "prosecutor-minrank",
+        label: "min-rank F, F∪P",
+        about: "F and F∪P aggregated by min(r^F∪P, r^F) (paper §4) instead of averaged",
+        units: &[Unit::Mode(Mode::Both)],
     },
     Variant {
         id: "prosecutor-nocompress",
@@ -103,6 +108,7 @@ pub const VARIANTS: &[Variant] = &[
         label: "paper model",
         about: "the paper's model as published: literal rules, no spectrum likelihood, no heap",
         units: &[
+            Unit::Mode(Mode::Both),
             Unit::Rules("epg-paper.dl"),
             Unit::SpectrumWeight(0.0),
             Unit::NoHeap,

@@ -65,7 +65,7 @@ pub fn ln_sigmoid(l: f64) -> f64 {
 
 /// `ln(e^a + e^b)` with `-∞` handled.
 #[inline]
-fn log_add_exp(a: f64, b: f64) -> f64 {
+pub fn log_add_exp(a: f64, b: f64) -> f64 {
     let (hi, lo) = if a >= b { (a, b) } else { (b, a) };
     if hi == f64::NEG_INFINITY {
         return f64::NEG_INFINITY;

@@ -126,7 +126,8 @@ pub use bp::loopy_bp;
 pub use dag::Dag;
 pub use exact::{exact, MAX_EXACT_UNOBSERVED};
 pub use kernel::{
-    ln_sigmoid, noisy_or_factor_messages, noisy_or_factor_messages_brute_force, sigmoid,
+    ln_sigmoid, log_add_exp, noisy_or_factor_messages, noisy_or_factor_messages_brute_force,
+    sigmoid,
 };
 pub use synth::synthetic_dag;
 

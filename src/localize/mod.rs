@@ -36,6 +36,9 @@ pub enum Mode {
     Fp,
     /// Both, aggregated: min(r^{F∪P}, r^F), ties broken by F∪P.
     Both,
+    /// Both, averaged: `Pr(¬l | e) = ½ Pr_F + ½ Pr_F∪P`, Bayesian model averaging over "the
+    /// passing runs are informative" (F∪P) or not (F; coincidental correctness), docs/model.md.
+    Average,
 }
 
 /// Which vertices a successful counterfactual experiment's `cfx` vertex depends on.
@@ -93,7 +96,7 @@ pub const SPECTRUM_WEIGHT: f64 = 1.0;
 impl Default for Options {
     fn default() -> Self {
         Options {
-            mode: Mode::Both,
+            mode: Mode::Average,
             compress: true,
             passing: 10,
             cpd: Cpd::default(),
@@ -744,7 +747,6 @@ fn localize_excluding(
         .map(|r| &r.experiment)
         .collect();
     let likelihoods = (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump));
-    let mut rankings: Vec<Vec<Ranked>> = Vec::new();
     let mut final_runs = Vec::new();
     let with_cfx: Vec<Option<Result<(Marginals, usize), Error>>> = models
         .par_iter()
@@ -759,6 +761,7 @@ fn localize_excluding(
             })
         })
         .collect();
+    let mut scores: Vec<StmtScores> = Vec::new();
     for ((i, m), again) in models.iter().enumerate().zip(with_cfx) {
         let marg = match again {
             None => first[i].clone(),
@@ -770,15 +773,22 @@ fn localize_excluding(
         };
         final_runs.push(marg.convergence);
         let spec = likelihoods.as_ref().map(|ll| (ll, o.spectrum_weight));
-        rankings.push(ranking::rank(
-            dump,
-            &m.stmt_scores(&marg, spec),
-            o.granularity,
-        ));
+        scores.push(m.stmt_scores(&marg, spec));
     }
     let ranking = match o.mode {
-        Mode::Both => ranking::aggregate(&rankings[0], &rankings[1], o.granularity),
-        _ => rankings.pop().unwrap(),
+        Mode::Both => {
+            let r: Vec<Vec<Ranked>> = scores
+                .iter()
+                .map(|s| ranking::rank(dump, s, o.granularity))
+                .collect();
+            ranking::aggregate(&r[0], &r[1], o.granularity)
+        }
+        Mode::Average => ranking::rank(
+            dump,
+            &ranking::average(&scores[0], &scores[1]),
+            o.granularity,
+        ),
+        _ => ranking::rank(dump, &scores[0], o.granularity),
     };
     let convergence = ConvergenceReport {
         iterations: final_runs.iter().map(|c| c.iterations).max().unwrap_or(0),

@@ -115,6 +115,28 @@ pub fn round12(x: f64) -> f64 {
     (x * mag).round() / mag
 }
 
+/// The equal-weight mixture of two models' probabilities, `½ p_a + ½ p_b` (`--mode average`);
+/// a statement one model does not score has probability 0 there (it is no candidate in that
+/// model). Computed from the logarithms, so that probabilities below [`TAIL`] still order.
+pub fn average(a: &StmtScores, b: &StmtScores) -> StmtScores {
+    let half = 0.5f64.ln();
+    let none = Score {
+        value: 0.0,
+        tail: f64::NEG_INFINITY,
+    };
+    // ln(1 - p) from ln p
+    let ln_not = |s: &Score| (-s.tail.exp_m1()).ln();
+    a.keys()
+        .chain(b.keys())
+        .map(|s| {
+            let (x, y) = (a.get(s).unwrap_or(&none), b.get(s).unwrap_or(&none));
+            let ln_p = half + crate::infer::log_add_exp(x.tail, y.tail);
+            let ln_q = half + crate::infer::log_add_exp(ln_not(x), ln_not(y));
+            (*s, Score::probability(ln_p.exp(), ln_p - ln_q))
+        })
+        .collect()
+}
+
 /// Aggregates statement scores into ranked entries.
 pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
     // (file, line, statement or method) → (best score, its method, statements)
@@ -268,6 +290,30 @@ mod tests {
         // baselines: no tail, plain values (12 significant digits)
         assert_eq!(Score::from(0.3).key(), Score::from(0.3 + 1e-15).key());
         assert!(Score::from(0.3).key() > Score::from(0.2).key());
+    }
+
+    /// The mixture is the arithmetic mean of the two probabilities, a statement one model lacks
+    /// counts 0 there, and mixtures of underflowing probabilities still order by their logarithm.
+    #[test]
+    fn average_is_the_mean_of_the_probabilities() {
+        let a: StmtScores = [(0, p(1.0)), (1, p(-2.0)), (2, p(-3000.0))].into();
+        let b: StmtScores = [(0, p(-1.0)), (2, p(-2000.0)), (3, p(0.5))].into();
+        let m = average(&a, &b);
+        let sig = |l: f64| 1.0 / (1.0 + (-l).exp());
+        assert!((m[&0].value - 0.5).abs() < 1e-12, "{:?}", m[&0]);
+        assert!((m[&1].value - 0.5 * sig(-2.0)).abs() < 1e-15);
+        assert!((m[&3].value - 0.5 * sig(0.5)).abs() < 1e-15);
+        // ln(½ e^-2000 + ½ e^-3000) = ln ½ - 2000 (to double precision)
+        assert_eq!(m[&2].value, 0.0);
+        assert!(
+            (m[&2].tail - (0.5f64.ln() - 2000.0)).abs() < 1e-9,
+            "{:?}",
+            m[&2]
+        );
+        assert!(m[&1].key() > m[&2].key());
+        // the log-odds of a mixture agree with its probability
+        let l = m[&1].tail - (-m[&1].tail.exp_m1()).ln();
+        assert!((sig(l) - m[&1].value).abs() < 1e-15);
     }
 
     #[test]

@@ -270,6 +270,8 @@ fn table_and_csv_output() {
         "localize",
         &dump("leftpad_fig1"),
         "--no-cfx",
+        "--mode",
+        "both",
         "--format",
         "csv",
     ]);
@@ -302,7 +304,7 @@ fn table_and_csv_output() {
 #[test]
 fn mode_both_shows_the_key_and_both_models() {
     for fixture in ["leftpad_fig1", "leftpad_fig3", "interproc", "try_catch"] {
-        let r = localize_json(&[&dump(fixture), "--no-cfx"]);
+        let r = localize_json(&[&dump(fixture), "--no-cfx", "--mode", "both"]);
         let f = localize_json(&[&dump(fixture), "--no-cfx", "--mode", "f"]);
         let fp = localize_json(&[&dump(fixture), "--no-cfx", "--mode", "fp"]);
         let place = |m: &Value, e: &Value| {
