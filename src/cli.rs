@@ -199,13 +199,25 @@ pub struct TraceArgs {
     /// Maximum recorded steps per test.
     #[arg(long, default_value_t = 2_000_000)]
     pub step_cap: usize,
+    /// Files under SRC matching GLOB (relative to SRC, or a file name; repeatable) are test
+    /// code, not suspects: test helpers pytest does not collect tests from. Files pytest collects,
+    /// conftest.py and the modules in a test directory under SRC (tests/ holding collected
+    /// tests) are test code without it; the dump's warnings list every file so treated.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// The test command, after `--` (e.g. `-- pytest tests/`).
     #[arg(last = true)]
     pub command: Vec<String>,
 }
 
 impl TraceArgs {
-    fn run(&self, out: PathBuf) -> Result<crate::frontend::python::TraceSummary, Error> {
+    /// Traces into `out`; `print_warnings`: the front-end's warnings on stderr (`localize` prints
+    /// them itself, with its own, from the dump).
+    fn run(
+        &self,
+        out: PathBuf,
+        print_warnings: bool,
+    ) -> Result<crate::frontend::python::TraceSummary, Error> {
         let src = self.src.clone().ok_or_else(|| {
             Error::Other("--src SRC is required to trace a test command".to_owned())
         })?;
@@ -217,8 +229,9 @@ impl TraceArgs {
         o.test_timeout = std::time::Duration::from_secs_f64(self.test_timeout);
         o.max_passing = self.max_passing;
         o.step_cap = self.step_cap;
+        o.test_globs = self.exclude.clone();
         let s = crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))?;
-        for w in &s.warnings {
+        for w in s.warnings.iter().filter(|_| print_warnings) {
             eprintln!("warning: {w}");
         }
         crate::progress::note(
@@ -370,7 +383,7 @@ pub fn try_main() -> Result<i32, Error> {
                             tmp.path().join("dump")
                         }
                     };
-                    a.trace.run(out)?.dump
+                    a.trace.run(out, false)?.dump
                 }
                 (None, true) => {
                     return Err(Error::Other(
@@ -406,7 +419,7 @@ pub fn try_main() -> Result<i32, Error> {
             crate::report::write(&mut out, &report, a.format, a.top).map_err(Error::Output)?;
         }
         Command::Trace { trace, out: dir } => {
-            let s = trace.run(dir)?;
+            let s = trace.run(dir, true)?;
             writeln!(out, "{}", s.dump.display()).map_err(Error::Output)?;
         }
         Command::Plan { dump, model } => {

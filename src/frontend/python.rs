@@ -62,6 +62,8 @@ pub struct PythonTraceOptions {
     pub max_passing: usize,
     /// Maximum number of recorded steps per test (coverage stays complete beyond it).
     pub step_cap: usize,
+    /// Globs (relative to `src`, or file names) of files under `src` that are test code.
+    pub test_globs: Vec<String>,
 }
 
 impl PythonTraceOptions {
@@ -75,6 +77,7 @@ impl PythonTraceOptions {
             test_timeout: Duration::from_secs(10),
             max_passing: 20,
             step_cap: 2_000_000,
+            test_globs: Vec::new(),
         }
     }
 }
@@ -250,6 +253,10 @@ fn run_command(
             )
             .env("PROSECUTOR_MAX_PASSING", opts.max_passing.to_string())
             .env("PROSECUTOR_STEP_CAP", opts.step_cap.to_string())
+            .env(
+                "PROSECUTOR_TEST_GLOBS",
+                serde_json::to_string(&opts.test_globs).unwrap_or_default(),
+            )
             .env(
                 "PROSECUTOR_COMMAND",
                 serde_json::to_string(argv).unwrap_or_default(),

@@ -585,7 +585,7 @@ fn vertex_trace(v: &Vertex) -> Option<usize> {
 pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error> {
     let start = Instant::now();
     let mut excluded: Vec<usize> = Vec::new();
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings = dump_warnings(dump);
     loop {
         match localize_excluding(dump, rules, o, &excluded) {
             Ok(mut r) => {
@@ -615,6 +615,19 @@ pub fn localize(dump: &Dump, rules: &Rules, o: &Options) -> Result<Report, Error
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// What the front-end reported when it wrote the dump (`[notes] warnings`: untraced tests, test
+/// timeouts, truncated traces, files treated as test code), so that every output carries them.
+fn dump_warnings(dump: &Dump) -> Vec<String> {
+    match dump.manifest.notes.get("warnings") {
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .filter_map(|w| w.as_str())
+            .map(|w| format!("trace: {w}"))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

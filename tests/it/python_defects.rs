@@ -100,7 +100,7 @@ fn inherited_tests_are_traced_and_untraced_ones_reported() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(
-        stderr.contains("warning: 1 test(s) ran but were not traced")
+        stderr.contains("warning: trace: 1 test(s) ran but were not traced")
             && stderr.contains("tests/test_gen.py::test_generated"),
         "{stderr}"
     );
@@ -124,5 +124,63 @@ fn inherited_tests_are_traced_and_untraced_ones_reported() {
             .iter()
             .any(|e| e["file"] == "lru.py" && e["line"] == 17),
         "the faulty line is ranked: {ranked:?}"
+    );
+}
+
+/// Issue 20 §8: tests kept inside the package. A helper module in the package's test directory
+/// (no tests collected from it) and a helper matched by `--exclude` are test code, never
+/// suspects, and the output names both; without `--exclude` the shared helper is a suspect.
+#[test]
+fn test_helpers_inside_the_package_are_not_suspects() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    copy_dir(&root().join("fixtures/python/tests_in_package"), &project);
+    let run = |extra: &[&str]| {
+        let o = bin()
+            .current_dir(&project)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .args(["localize", "--src", "pkg", "--no-cfx", "--format", "json"])
+            .args(extra)
+            .args([
+                "--",
+                "python3",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "pkg/tests",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{stderr}");
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let files: Vec<String> = r["ranking"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["file"].as_str().unwrap().to_owned())
+            .collect();
+        (stderr, r, files)
+    };
+    let (stderr, r, files) = run(&["--exclude", "_testutil.py"]);
+    assert!(
+        files.iter().all(|f| f == "stats.py"),
+        "only the code under test is ranked: {files:?}"
+    );
+    assert_eq!(r["ranking"][0]["line"], 17, "{}", r["ranking"]);
+    let note = "2 file(s) under SRC treated as test code, not suspects: _testutil.py \
+                (--exclude _testutil.py); tests/helpers.py (in the test directory tests)";
+    assert!(stderr.contains(note), "{stderr}");
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("treated as test code"), "{warnings}");
+    let (stderr, _, files) = run(&[]);
+    assert!(files.iter().any(|f| f == "_testutil.py"), "{files:?}");
+    assert!(!files.iter().any(|f| f.contains("helpers")), "{files:?}");
+    assert!(
+        stderr.contains("1 file(s) under SRC treated as test code"),
+        "{stderr}"
     );
 }

@@ -76,6 +76,7 @@ def main(argv=None):
         "PROSECUTOR_FLIP_OUT": os.path.abspath(a.out),
         "PROSECUTOR_TEST_TIMEOUT": str(a.timeout if a.timeout is not None else cfg.get("timeout", 10)),
         "PROSECUTOR_STEP_CAP": str(cfg.get("step_cap", 2_000_000)),
+        "PROSECUTOR_TEST_GLOBS": json.dumps(cfg.get("test_globs") or []),
     })
     match = (cfg.get("tests") or {}).get(a.test)
     if match:

@@ -174,7 +174,7 @@ class Finder(importlib.abc.MetaPathFinder):
         origin = spec.origin
         reg = self.registry
         rp = reg.real(origin)
-        if not reg.is_app_path(rp) or self.is_test_file(rp):
+        if reg.role_of(rp) != "app" or self.is_test_file(rp):
             return spec
         loader = InstrumentingLoader(fullname, origin)
         loader.registry = reg

@@ -66,6 +66,10 @@ class State:
         for ex in os.environ.get("PROSECUTOR_EXCLUDE", "").split(os.pathsep):
             if ex:
                 self.reg.exclude.append(os.path.realpath(ex))
+        try:
+            self.reg.test_globs = [str(g) for g in json.loads(os.environ.get("PROSECUTOR_TEST_GLOBS") or "[]")]
+        except ValueError:
+            self.reg.test_globs = []
         flip = None
         if mode == "flip":
             flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
@@ -164,15 +168,21 @@ def pytest_configure(config):
     _checks(st, config)
 
 
-def _app_files(st):
+def _app_files(st, test_code=None):
+    """The .py files under SRC that are app code; files that are test code only because of a test
+    directory or an ``--exclude`` glob are appended to `test_code` as (path, reason)."""
     out = []
     for root, dirs, files in os.walk(st.src):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules", "site-packages") and not d.endswith(".egg-info"))
         for f in sorted(files):
             if f.endswith(".py"):
                 p = os.path.join(root, f)
-                if st.reg.is_app_path(os.path.realpath(p)) and not _is_test_file(st, p):
+                rp = os.path.realpath(p)
+                if st.reg.role_of(rp) == "app" and not _is_test_file(st, p):
                     out.append(p)
+                elif test_code is not None and st.reg.is_app_path(rp) and f != "__init__.py" \
+                        and not _is_test_file(st, p) and st.reg.test_reason(rp):
+                    test_code.append((rp, st.reg.test_reason(rp)))
     return out
 
 
@@ -201,6 +211,8 @@ def pytest_collection_modifyitems(session, config, items):
     for it in items:
         p = str(getattr(it, "path", None) or it.fspath)
         st.reg.test_files.add(os.path.realpath(p))
+    if st.reg.add_test_dirs(st.reg.test_files):
+        st.tracer.code_cache.clear()
     for it in items:
         # the file defining the function pytest calls is test code too (a mixin or base class
         # in tests/__init__.py or tests/helpers.py, a test function imported from elsewhere)
@@ -581,7 +593,8 @@ def write_dump(st):
     selected = _select(st)
     # static facts: every app file under SRC, plus the test files that ran
     files = {}
-    for path in _app_files(st):
+    test_code = []
+    for path in _app_files(st, test_code):
         rp = os.path.realpath(path)
         if rp in st.reg.test_files or _is_test_file(st, rp):
             continue
@@ -682,7 +695,10 @@ def write_dump(st):
         entries.append((t, trace_id))
     for x in w.values():
         x.close()
-    _write_manifest(st, entries)
+    if test_code:
+        shown = "; ".join(f"{sf.relpath_for(rp, st.src)} ({why})" for rp, why in test_code[:8])
+        st.reg.warnings.insert(0, f"{len(test_code)} file(s) under SRC treated as test code, not suspects: "
+                               + shown + (" ..." if len(test_code) > 8 else ""))
     warnings = []
     timeouts = [t["id"] for t in tests if t.get("failure_kind") == "timeout"]
     if timeouts:
@@ -696,6 +712,7 @@ def write_dump(st):
     if truncated:
         warnings.append(f"{len(truncated)} trace(s) truncated at the step cap ({st.step_cap} steps): "
                         + ", ".join(truncated[:5]) + (" ..." if len(truncated) > 5 else ""))
+    _write_manifest(st, entries, warnings)
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
             "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
 
@@ -747,7 +764,7 @@ def user_environment(environ=None):
     return out
 
 
-def _write_manifest(st, entries):
+def _write_manifest(st, entries, warnings):
     argv = None
     raw = os.environ.get("PROSECUTOR_COMMAND")
     if raw:
@@ -760,7 +777,7 @@ def _write_manifest(st, entries):
     pkg_parent = _pkg_parent()
     user_env = user_environment()
     rerun_cfg = {"src": st.src, "cwd": st.cwd, "command": argv, "timeout": st.timeout,
-                 "step_cap": st.step_cap, "pythonpath": pkg_parent, "env": user_env,
+                 "step_cap": st.step_cap, "test_globs": st.reg.test_globs, "pythonpath": pkg_parent, "env": user_env,
                  "tests": {t["id"]: t["match"] for (t, _) in entries if t.get("match")}}
     cfg_path = os.path.abspath(os.path.join(st.out, "rerun.json"))
     with open(cfg_path, "w", encoding="utf-8") as fh:
@@ -790,9 +807,7 @@ def _write_manifest(st, entries):
         f"test_timeout_s = {st.timeout}",
         "truncated_traces = [" + ", ".join(_q(t["id"]) for (t, tid) in entries if t.get("truncated")) + "]",
         "untraced_tests = [" + ", ".join(_q(x) for x in _untraced([t for (t, _) in entries])) + "]",
-        "warnings = [" + ", ".join(_q(x) for x in ([_untraced_warning(_untraced([t for (t, _) in entries]))]
-                                                   if _untraced([t for (t, _) in entries]) else [])
-                                   + (st.reg.warnings + st.tracer.errors)[:50]) + "]",
+        "warnings = [" + ", ".join(_q(x) for x in warnings + (st.reg.warnings + st.tracer.errors)[:50]) + "]",
         "",
     ]
     for (t, tid) in entries:

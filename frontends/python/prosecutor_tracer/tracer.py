@@ -134,6 +134,8 @@ class Registry:
         self.src_root = os.path.realpath(src_root)
         self.cwd = os.path.realpath(cwd)
         self.test_files = set()
+        self.test_dirs = []       # test directories under SRC (tests/ holding collected tests)
+        self.test_globs = []      # --exclude: globs (relative to SRC) of files that are test code
         self.exclude = []         # directories never traced (the dump directory)
         self.files = {}           # real path -> FileFacts or None
         self.warnings = []
@@ -168,8 +170,43 @@ class Registry:
         if rp in self.test_files:
             return "test"
         if self.is_app_path(rp):
-            return "app"
+            return "test" if self.test_reason(rp) else "app"
         return None
+
+    def test_reason(self, rp):
+        """Why a file under SRC is test code although pytest did not collect tests from it:
+        it lies in a test directory, or it matches an ``--exclude`` glob (None: it does not)."""
+        for d in self.test_dirs:
+            if rp.startswith(d + os.sep):
+                return "in the test directory " + sf.relpath_for(d, self.src_root)
+        if self.test_globs:
+            import fnmatch
+            rel = os.path.relpath(rp, self.src_root).replace(os.sep, "/")
+            for g in self.test_globs:
+                if fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(os.path.basename(rp), g):
+                    return "--exclude " + g
+        return None
+
+    def add_test_dirs(self, collected):
+        """The directories named test/tests/testing under SRC that hold collected test files are
+        test directories: their helper modules (fixtures, fakes, assertions) are test code.
+        Returns the files already analysed as app code that this makes test code."""
+        names = ("test", "tests", "testing")
+        for rp in collected:
+            if not (rp.startswith(self.src_root + os.sep)):
+                continue
+            parts = os.path.relpath(rp, self.src_root).split(os.sep)[:-1]
+            for i in range(len(parts), 0, -1):
+                if parts[i - 1] in names:
+                    d = os.path.join(self.src_root, *parts[:i])
+                    if d not in self.test_dirs:
+                        self.test_dirs.append(d)
+                    break
+        moved = [rp for rp, f in list(self.files.items())
+                 if rp not in self.test_files and (f is None or f.role != "test") and self.test_reason(rp)]
+        for rp in moved:
+            self.mark_test_file(rp)
+        return moved
 
     def mark_test_file(self, rp):
         """`rp` defines a collected test function (a mixin in tests/__init__.py, a helper module
