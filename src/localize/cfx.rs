@@ -184,7 +184,84 @@ pub fn run_missing(
         .collect())
 }
 
-/// Runs every experiment with the dump's `[rerun]` command.
+/// What a control run (the failing test re-run with nothing flipped) found for one test.
+#[derive(Debug, Clone, PartialEq)]
+enum Control {
+    /// It fails as traced; the re-run took this long (process start-up included).
+    Fails(Duration),
+    /// It did not fail (or could not run): every experiment of the test is void for this reason.
+    Unusable(String),
+}
+
+/// Re-runs each test of the plan once with nothing flipped (`{stmt}` empty, `{occurrence}` 0):
+/// an experiment means something only if the unflipped re-run fails as the traced run did, and
+/// its wall time (start-up of the re-run included) sets the experiments' time limit.
+fn control_runs(
+    dump: &Dump,
+    plan: &[Experiment],
+    o: &RunOptions,
+    run: &(dyn Fn(&Experiment, Duration, bool) -> ExperimentResult + Sync),
+) -> Vec<(String, Control)> {
+    let mut tests: Vec<&str> = plan.iter().map(|e| e.test.as_str()).collect();
+    tests.sort_unstable();
+    tests.dedup();
+    let controls: Vec<Experiment> = tests
+        .iter()
+        .map(|t| Experiment {
+            id: usize::MAX,
+            test: (*t).to_owned(),
+            stmt: String::new(),
+            occurrence: 0,
+            ..plan[0].clone()
+        })
+        .collect();
+    crate::jobs::map(&controls, o.jobs, |c| {
+        let limit = o.timeout.unwrap_or(base_timeout(dump, &c.test)) * 2;
+        let r = run(c, limit, true);
+        let took = Duration::from_millis(r.duration_ms);
+        let verdict = match r.outcome {
+            CfxOutcome::Fail => Control::Fails(took),
+            CfxOutcome::Pass => Control::Unusable(format!(
+                "control: {} passes when re-run alone with nothing flipped (it fails only in the \
+                 traced session or only under tracing, or is flaky)",
+                c.test
+            )),
+            CfxOutcome::Timeout => Control::Unusable(format!(
+                "control: the re-run with nothing flipped was killed after {} ms",
+                limit.as_millis()
+            )),
+            _ => Control::Unusable(format!(
+                "control: the re-run with nothing flipped failed to run: {}",
+                r.detail
+            )),
+        };
+        (c.test.clone(), verdict)
+    })
+}
+
+/// The time limit of a re-run before its control run was measured: the dump's `timeout_ms`
+/// (default 10 s), at least five times the test's traced duration.
+fn base_timeout(dump: &Dump, test: &str) -> Duration {
+    let base_ms = dump
+        .manifest
+        .rerun
+        .as_ref()
+        .and_then(|r| r.timeout_ms)
+        .unwrap_or(10_000);
+    let orig = dump
+        .manifest
+        .tests
+        .iter()
+        .find(|t| t.id == test)
+        .and_then(|t| t.duration_ms)
+        .unwrap_or(0);
+    Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
+}
+
+/// Runs every experiment with the dump's `[rerun]` command, after one control run per test
+/// ([`control_runs`]): experiments of a test whose control run does not fail are void (with
+/// the reason), the others get `max(base limit, 3 × the control run's wall time)` unless
+/// `--cfx-timeout` is given.
 pub fn run(
     dump: &Dump,
     plan: &[Experiment],
@@ -200,19 +277,37 @@ pub fn run(
         Some(c) => dump.dir.join(c),
         None => dump.dir.clone(),
     };
+    if plan.is_empty() {
+        return Ok(Vec::new());
+    }
     let tmp = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
+    let counter = std::sync::atomic::AtomicUsize::new(0);
+    let run = |e: &Experiment, limit: Duration, control: bool| {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let out = tmp.path().join(format!("run{n}.json"));
+        run_one(rerun, &dump.dir, &cwd, e, &out, limit, control)
+    };
+    let controls = control_runs(dump, plan, o, &run);
     let bar = o
         .progress
         .then(|| crate::progress::bar(plan.len() as u64, "counterfactual experiments"));
     let results: Vec<ExperimentResult> = crate::jobs::map(plan, o.jobs, |e| {
-        let out = tmp.path().join(format!("exp{}.json", e.id));
-        let test = dump.manifest.tests.iter().find(|t| t.id == e.test);
-        let base_ms = rerun.timeout_ms.unwrap_or(10_000);
-        let timeout = o.timeout.unwrap_or_else(|| {
-            let orig = test.and_then(|t| t.duration_ms).unwrap_or(0);
-            Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
-        });
-        let r = run_one(rerun, &dump.dir, &cwd, e, &out, timeout);
+        let control = controls.iter().find(|(t, _)| *t == e.test).map(|c| &c.1);
+        let r = match control {
+            Some(Control::Unusable(why)) => ExperimentResult {
+                experiment: e.clone(),
+                outcome: CfxOutcome::Void,
+                detail: why.clone(),
+                duration_ms: 0,
+            },
+            Some(Control::Fails(took)) => {
+                let limit = o
+                    .timeout
+                    .unwrap_or_else(|| base_timeout(dump, &e.test).max(*took * 3));
+                run(e, limit, false)
+            }
+            None => run(e, o.timeout.unwrap_or(base_timeout(dump, &e.test)), false),
+        };
         if let Some(b) = &bar {
             b.inc(1);
         }
@@ -231,6 +326,7 @@ fn run_one(
     e: &Experiment,
     out: &Path,
     timeout: Duration,
+    control: bool,
 ) -> ExperimentResult {
     let dump_dir = std::fs::canonicalize(dump_dir).unwrap_or_else(|_| dump_dir.to_path_buf());
     let subst = |a: &str| {
@@ -304,7 +400,7 @@ fn run_one(
         .ok()
         .and_then(|t| serde_json::from_str::<Reported>(&t).ok())
     {
-        Some(r) if !r.flipped => finish(CfxOutcome::Void, r.detail),
+        Some(r) if !r.flipped && !control => finish(CfxOutcome::Void, r.detail),
         Some(r) => {
             let o = match r.outcome.as_str() {
                 "pass" => CfxOutcome::Pass,

@@ -184,3 +184,31 @@ fn test_helpers_inside_the_package_are_not_suspects() {
         "{stderr}"
     );
 }
+
+/// Issue 20 §2/§4a: a failing test that fails only in the traced session (an earlier test left
+/// state behind) passes when an experiment re-runs it alone. The control run (nothing flipped)
+/// finds that first: every experiment of the test is void with the reason, and the test is
+/// named on stderr and in the output, instead of experiments that silently say nothing.
+#[test]
+fn experiments_of_a_test_that_passes_alone_are_void_with_the_reason() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    copy_dir(&root().join("fixtures/python/session_state"), &project);
+    let dump = dir.path().join("dump");
+    let o = localize_python(&project, &dump, &["--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let exps = r["experiments"].as_array().unwrap();
+    assert!(!exps.is_empty(), "{r}");
+    let why = "control: tests/test_names.py::test_lower_input passes when re-run alone";
+    for e in exps {
+        assert_eq!(e["outcome"], "void", "{e}");
+        assert!(e["detail"].as_str().unwrap().starts_with(why), "{e}");
+    }
+    assert!(stderr.contains(why), "{stderr}");
+    assert!(r["warnings"].to_string().contains(why), "{}", r["warnings"]);
+}

@@ -23,7 +23,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m prosecutor_tracer.flip", description=__doc__.split("\n\n")[0])
     ap.add_argument("--test", required=True, help="test id (pytest node id)")
     ap.add_argument("--stmt", required=True, help="branch statement id to flip")
-    ap.add_argument("--occurrence", required=True, type=int, help="1-based evaluation to flip")
+    ap.add_argument("--occurrence", required=True, type=int,
+                    help="1-based evaluation to flip (0 with an empty --stmt: flip nothing, a control run)")
     ap.add_argument("--out", required=True, help="where to write the JSON result")
     ap.add_argument("--config", help="rerun.json of the dump (src, cwd, command)")
     ap.add_argument("--src", help="SRC root (overrides the config)")
@@ -49,7 +50,8 @@ def main(argv=None):
     command = a.command or cfg.get("command")
     if not src or not command:
         return fail("rerun config error: no SRC or test command given (use --config or --src and the command)")
-    if a.occurrence < 1:
+    if a.occurrence < 1 and not (a.stmt == "" and a.occurrence == 0):
+        # (an empty --stmt with --occurrence 0 is a control run: the test re-run, nothing flipped)
         return fail("rerun config error: --occurrence must be >= 1")
     env = dict(os.environ)
     pkg_parent = cfg.get("pythonpath") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
