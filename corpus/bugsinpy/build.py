@@ -877,14 +877,54 @@ def write_manifest(out: Path, recs: list[dict], work: Path) -> None:
     out.write_text("\n".join(parts))
 
 
+def reason_class(reason: str) -> str:
+    r = reason.lower()
+    if "collection error" in r or "did not run" in r:
+        return "does not import/collect on 3.11"
+    if "does not install" in r:
+        return "does not install"
+    if r.startswith("fails on fixed"):
+        return "fails on fixed too"
+    if r.startswith("does not fail on buggy"):
+        return "does not fail on buggy"
+    if "timeout" in r or "too long" in r:
+        return "timeout / too slow"
+    if "no passing test" in r:
+        return "no passing test"
+    if "not collected" in r:
+        return "test not found"
+    if "no non-test source line" in r:
+        return "fix outside src"
+    return "other"
+
+
+def summary_markdown(recs: dict) -> str:
+    """The README's results table: ok/dropped per project and the drop reasons by class."""
+    projects = sorted({r["project"] for r in recs.values()})
+    classes = sorted({reason_class(r.get("reason", "")) for r in recs.values()
+                      if r["status"] != "ok"})
+    head = "| project | tried | ok | dropped | " + " | ".join(classes) + " |"
+    out = [head, "|---|" + "---:|" * (3 + len(classes))]
+    tot = [0] * (3 + len(classes))
+    for p in projects:
+        rs = [r for r in recs.values() if r["project"] == p]
+        row = [len(rs), sum(r["status"] == "ok" for r in rs), sum(r["status"] != "ok" for r in rs)]
+        row += [sum(r["status"] != "ok" and reason_class(r.get("reason", "")) == c for r in rs)
+                for c in classes]
+        tot = [a + b for a, b in zip(tot, row)]
+        out.append(f"| {p} | " + " | ".join(map(str, row)) + " |")
+    out.append("| **total** | " + " | ".join(f"**{x}**" for x in tot) + " |")
+    return "\n".join(out) + "\n"
+
+
 # --------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bugsinpy", type=Path, required=True)
+    ap.add_argument("--bugsinpy", type=Path)
     ap.add_argument("--repo", action="append", default=[], metavar="NAME=PATH")
-    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--work", type=Path)
     ap.add_argument("--projects", default=",".join(PROJECTS))
     ap.add_argument("--bugs", default="", help="comma-separated bug numbers (or project-n ids)")
     ap.add_argument("--jobs", type=int, default=1)
@@ -892,7 +932,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--manifest", type=Path)
     ap.add_argument("--bugs-toml", type=Path, default=HERE / "bugs.toml",
                     help="bug list to update (default: corpus/bugsinpy/bugs.toml)")
+    ap.add_argument("--summary", action="store_true",
+                    help="print the results table of the bug list (markdown) and exit")
     args = ap.parse_args(argv)
+    if args.summary:
+        print(summary_markdown(load_bugs(args.bugs_toml)), end="")
+        return 0
+    if args.bugsinpy is None or args.work is None:
+        ap.error("--bugsinpy and --work are required")
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     bip = Source(args.bugsinpy)
