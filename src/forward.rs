@@ -150,6 +150,7 @@ pub const RELATIONS: &[(&str, &str)] = &[
     ("rdfinverse", "ss"),
     ("copy", "s"),
     ("heapdef", "usuu"),
+    ("nested", "uu"),
 ];
 
 struct Out {
@@ -195,6 +196,7 @@ const LASTDEF_CLOSE: usize = 15;
 const RDFINVERSE: usize = 16;
 const COPY: usize = 17;
 const HEAPDEF: usize = 18;
+const NESTED: usize = 19;
 
 /// A formal bound at a call step: (variable, (global step of the call, argument vertex)).
 type Binding = (VarId, (u32, u32));
@@ -218,6 +220,10 @@ struct FrameState {
     /// A call step's definitions stand for the values after its callees ran, so a use inside
     /// a callee must not link to them (that would be a cycle).
     heap_pending: Vec<(u64, u32, u32)>,
+    /// Argument vertices of callees that the same call step opens after this frame, for
+    /// formals bound to no named actual (a nested call's result, `f(g(x))`): `nested` rows at
+    /// this frame's close.
+    later_args: Vec<u32>,
 }
 
 impl FrameState {
@@ -316,6 +322,8 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
         let failure_step = dump.failure_step(tr);
         // pending bindings of frames not yet entered: frame → [(var, (gid, vertex))]
         let mut pending: FxHashMap<u32, Vec<Binding>> = FxHashMap::default();
+        // frame → argument vertices of the callees its call step opens after it (`nested`)
+        let mut later: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         let mut stack: Vec<FrameState> = Vec::new();
         // heap: object → (global step, vertex) of its last kept mutation; cursor into tr.heap
         let mut mutated: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
@@ -374,7 +382,12 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
                         formals: Vec::new(),
                         method: 0,
                         heap_pending: Vec::new(),
+                        later_args: Vec::new(),
                     });
+                    fs.later_args.clear();
+                    if let Some(a) = later.remove(&step.frame) {
+                        fs.later_args = a;
+                    }
                     fs.defs.clear();
                     fs.formals.clear();
                     fs.heap_pending.clear();
@@ -468,6 +481,8 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
             }
             if first_open < open_at {
                 out.push(OPEN, &[gid]);
+                // argument vertices without a named actual, per callee in call order
+                let mut unbound: Vec<(u32, Vec<u32>)> = Vec::new();
                 for &(_, f) in &opens[first_open..open_at] {
                     let fm = tr.frames[f as usize].method;
                     let m = &dump.methods[fm as usize];
@@ -511,7 +526,7 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
                             }
                         }
                     }
-                    for (x, a) in pairs {
+                    for &(x, a) in &pairs {
                         let asym = layout.var(cm, a);
                         if this_v.map(|(tx, _)| tx) == Some(x) {
                             out.push(ISRCVOBJ, &[gid, asym]);
@@ -521,7 +536,23 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
                             out.push(MAP, &[gid, asym, xsym, wv]);
                         }
                     }
+                    let free = m
+                        .formals
+                        .iter()
+                        .filter(|x| !pairs.iter().any(|p| p.0 == **x))
+                        .map(|x| formal_vertex[x])
+                        .collect();
+                    unbound.push((f, free));
                     pending.insert(f, binds);
+                }
+                for k in 0..unbound.len().saturating_sub(1) {
+                    let after: Vec<u32> = unbound[k + 1..]
+                        .iter()
+                        .flat_map(|u| u.1.iter().copied())
+                        .collect();
+                    if !after.is_empty() {
+                        later.insert(unbound[k].0, after);
+                    }
                 }
             }
             // Definitions: V_i^d.
@@ -599,6 +630,9 @@ fn close_frame(out: &mut Out, layout: &mut SymbolLayout, f: &FrameState) {
     let i = f.last_step;
     out.push(CLOSE, &[i]);
     out.push(STKTOP, &[i, c]);
+    for &a in &f.later_args {
+        out.push(NESTED, &[i, a]);
+    }
     // LASTDEF of the formals (and receiver) at the close: bound at the call step c, or redefined.
     for &v in &f.formals {
         let (j, w) = f.defs[&v];

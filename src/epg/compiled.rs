@@ -29,6 +29,7 @@ crepe! {
     @input struct Rdfinverse(u32, u32);
     @input struct CopyStmt(u32);
     @input struct Heapdef(u32, u32, u32, u32);
+    @input struct Nested(u32, u32);
     @input struct HashSym(u32);
     @input struct ThisSym(u32);
 
@@ -72,6 +73,8 @@ crepe! {
     Edge(w, vr, RuleName::RCl3) <- Close(i), Stktop(i, r), Isrcvobj(r, x), LastdefClose(i, th, j, w), ThisSym(th), (r != j), Vd(r, x, vr);
     // R_HEAP: edge(W, V, "R_HEAP") :- vd(I, _, V), heapdef(I, _, _, W).
     Edge(w, v, RuleName::RHeap) <- Vd(i, _, v), Heapdef(i, _, _, w);
+    // R_NEST: edge(V, A, "R_NEST") :- nested(I, A), vd(I, _, V).
+    Edge(v, a, RuleName::RNest) <- Nested(i, a), Vd(i, _, v);
 }
 
 /// Derives the default EPG edges with the compiled rules.
@@ -102,6 +105,7 @@ pub fn derive(p: &Premises) -> Vec<(u32, u32, RuleName)> {
     feed!("rdfinverse", |c| Rdfinverse(c[0], c[1]), 2);
     feed!("copy", |c| CopyStmt(c[0]), 1);
     feed!("heapdef", |c| Heapdef(c[0], c[1], c[2], c[3]), 4);
+    feed!("nested", |c| Nested(c[0], c[1]), 2);
     rt.extend([HashSym(p.symbols.hash())]);
     rt.extend([ThisSym(p.symbols.this())]);
     let (edges,) = rt.run();

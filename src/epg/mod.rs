@@ -40,10 +40,11 @@ pub enum RuleName {
     RCl2,
     RCl3,
     RHeap,
+    RNest,
 }
 
 impl RuleName {
-    pub const ALL: [RuleName; 12] = [
+    pub const ALL: [RuleName; 13] = [
         RuleName::Rl,
         RuleName::RDu,
         RuleName::RCtrl1,
@@ -56,6 +57,7 @@ impl RuleName {
         RuleName::RCl2,
         RuleName::RCl3,
         RuleName::RHeap,
+        RuleName::RNest,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -72,6 +74,7 @@ impl RuleName {
             RuleName::RCl2 => "R_CL2",
             RuleName::RCl3 => "R_CL3",
             RuleName::RHeap => "R_HEAP",
+            RuleName::RNest => "R_NEST",
         }
     }
 }

@@ -89,7 +89,13 @@ fn every_rule_fires_somewhere() {
             fired.insert(g.rule_names[e.rule as usize].clone());
         }
     }
-    for r in prosecutor::epg::RuleName::ALL {
+    // R_NEST needs a statement with nested calls, which the Jimple-shaped hand fixtures do not
+    // have (every call's result is named); it fires on a traced Python fixture in
+    // python_defects::nested_call_result_reaches_the_helpers_argument.
+    for r in prosecutor::epg::RuleName::ALL
+        .into_iter()
+        .filter(|r| *r != prosecutor::epg::RuleName::RNest)
+    {
         assert!(
             fired.contains(r.as_str()),
             "no fixture fires {}",

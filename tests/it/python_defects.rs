@@ -212,3 +212,36 @@ fn experiments_of_a_test_that_passes_alone_are_void_with_the_reason() {
     assert!(stderr.contains(why), "{stderr}");
     assert!(r["warnings"].to_string().contains(why), "{}", r["warnings"]);
 }
+
+/// Issue 20 §1: `check(rectangle(2, 3), 10)` opens `rectangle`, then the test helper `check`,
+/// from one statement; `check`'s `got` has no named actual. R_NEST links `rectangle`'s result
+/// to it, so the failure inside the helper reaches the code under test: no trace is left out,
+/// and the faulty line is first (without the rule: contradictory evidence, spectrum fallback,
+/// the faulty line tied with its neighbour).
+#[test]
+fn nested_call_result_reaches_the_helpers_argument() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    copy_dir(&root().join("fixtures/python/nested_call_helper"), &project);
+    let dump = dir.path().join("dump");
+    let o = localize_python(&project, &dump, &["--no-cfx", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains("left out of the model"), "{stderr}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["ranking"][0]["line"], 10, "{}", r["ranking"]);
+    assert_eq!(r["ranking"][1]["rank"], 2, "{}", r["ranking"]);
+    let d = prosecutor::dump::Dump::load(&dump).unwrap();
+    let g = derive(&d, &prosecutor::pipeline::Rules::default_rules());
+    let nest: Vec<_> = named_edges(&d, &g)
+        .into_iter()
+        .filter(|e| e.0 == "R_NEST")
+        .collect();
+    assert!(
+        nest.iter().any(|e| e.2.contains("got")),
+        "an R_NEST edge into check's `got`: {nest:?}"
+    );
+}

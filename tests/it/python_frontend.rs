@@ -26,7 +26,7 @@ const EXPECTED: &[(&str, usize)] = &[
     ("binary_search_rec", 1),
     ("ring_buffer", 6),
     ("matrix_transpose", 1),
-    ("tokenizer_generator", 13),
+    ("tokenizer_generator", 19),
 ];
 
 /// `prosecutor eval` over the committed manifest fixtures/python/cases.toml: every project is
