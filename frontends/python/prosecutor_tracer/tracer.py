@@ -135,6 +135,7 @@ class Registry:
         self.cwd = os.path.realpath(cwd)
         self.test_files = set()
         self.test_dirs = []       # test directories under SRC (tests/ holding collected tests)
+        self.unparsable = set()   # files under SRC this Python cannot compile: never app code
         self.test_globs = []      # --exclude: globs (relative to SRC) of files that are test code
         self.exclude = []         # directories never traced (the dump directory)
         self.files = {}           # real path -> FileFacts or None
@@ -155,6 +156,8 @@ class Registry:
         if not rp.endswith(".py"):
             return False
         if not (rp == self.src_root or rp.startswith(self.src_root + os.sep)):
+            return False
+        if rp in self.unparsable:
             return False
         for ex in self.exclude:
             if rp.startswith(ex + os.sep):
