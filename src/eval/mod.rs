@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::localize::{ConvergenceReport, Mode, Report, Stats};
+use crate::localize::{Mode, Report};
 
 pub use baseline::Technique;
 pub use harness::{run_case, CaseResult, Run, Settings, Tech};
@@ -86,32 +86,14 @@ pub fn baseline_report(
     let start = Instant::now();
     let ranking = harness::baseline_ranking(dump, t, g)
         .map_err(|e| Error::Other(format!("{}: {t}: {e}", dump.dir.display())))?;
-    let failing = dump
-        .traces
-        .iter()
-        .filter(|tr| dump.failure_step(tr).is_some())
-        .count();
-    Ok(Report {
-        mode: Mode::Both,
-        granularity: g,
+    Ok(Report::without_inference(
+        dump,
+        Mode::Both,
+        g,
         ranking,
-        // no inference: nothing to converge
-        convergence: ConvergenceReport {
-            iterations: 0,
-            max_change: 0.0,
-            converged: true,
-            runs: Vec::new(),
-        },
-        experiments: Vec::new(),
-        stats: Stats {
-            failing_traces: failing,
-            passing_traces: dump.traces.len() - failing,
-            steps: dump.traces.iter().map(|tr| tr.steps.len()).sum(),
-            kept_steps: dump.traces.iter().map(|tr| tr.steps.len()).sum(),
-            seconds: start.elapsed().as_secs_f64(),
-        },
-        warnings: Vec::new(),
-    })
+        Vec::new(),
+        start,
+    ))
 }
 
 pub fn run_baseline(a: &BaselineArgs, out: &mut dyn Write) -> Result<i32, Error> {

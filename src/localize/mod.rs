@@ -161,6 +161,46 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
+impl Report {
+    /// A ranking that no inference produced (a baseline, the spectrum fallback): nothing to
+    /// converge, no experiments, every trace counted with all its steps.
+    pub fn without_inference(
+        dump: &Dump,
+        mode: Mode,
+        granularity: Granularity,
+        ranking: Vec<Ranked>,
+        warnings: Vec<String>,
+        start: Instant,
+    ) -> Report {
+        let failing = dump
+            .traces
+            .iter()
+            .filter(|t| dump.failure_step(t).is_some())
+            .count();
+        let steps = dump.traces.iter().map(|t| t.steps.len()).sum();
+        Report {
+            mode,
+            granularity,
+            ranking,
+            convergence: ConvergenceReport {
+                iterations: 0,
+                max_change: 0.0,
+                converged: true,
+                runs: Vec::new(),
+            },
+            experiments: Vec::new(),
+            stats: Stats {
+                failing_traces: failing,
+                passing_traces: dump.traces.len() - failing,
+                steps,
+                kept_steps: steps,
+                seconds: start.elapsed().as_secs_f64(),
+            },
+            warnings,
+        }
+    }
+}
+
 /// One Bayesian network: an EPG of some traces plus its evidence.
 pub struct Model {
     pub name: &'static str,
@@ -645,32 +685,14 @@ fn spectrum_report(dump: &Dump, o: &Options, warnings: Vec<String>, start: Insta
             )
         })
         .collect();
-    let failing = dump
-        .traces
-        .iter()
-        .filter(|t| dump.failure_step(t).is_some())
-        .count();
-    let steps = dump.traces.iter().map(|t| t.steps.len()).sum();
-    Report {
-        mode: o.mode,
-        granularity: o.granularity,
-        ranking: ranking::rank(dump, &scores, o.granularity),
-        convergence: ConvergenceReport {
-            iterations: 0,
-            max_change: 0.0,
-            converged: true,
-            runs: Vec::new(),
-        },
-        experiments: Vec::new(),
-        stats: Stats {
-            failing_traces: failing,
-            passing_traces: dump.traces.len() - failing,
-            steps,
-            kept_steps: steps,
-            seconds: start.elapsed().as_secs_f64(),
-        },
+    Report::without_inference(
+        dump,
+        o.mode,
+        o.granularity,
+        ranking::rank(dump, &scores, o.granularity),
         warnings,
-    }
+        start,
+    )
 }
 
 fn localize_excluding(
