@@ -372,25 +372,28 @@ pub fn install_package() -> Result<PathBuf, FrontendError> {
     }
 }
 
+/// Whether `python3 -c 'import pytest'` succeeds (the tests of the Python front-end need it).
+pub fn pytest_available() -> bool {
+    Command::new("python3")
+        .args(["-c", "import pytest"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn have_pytest() -> bool {
-        let ok = Command::new("python3")
-            .args(["-c", "import pytest"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !ok {
-            eprintln!(
-                "note: skipping the Python front-end test: `python3 -c 'import pytest'` failed"
-            );
-        }
-        ok
+    /// The Python front-end tests need python3 with pytest: without it they fail, saying so.
+    fn require_pytest() {
+        assert!(
+            pytest_available(),
+            "python3 with pytest is required by this test: `python3 -c 'import pytest'` fails \
+             (install it with `python3 -m pip install pytest`, as .ci/run does)"
+        );
     }
 
     fn write(dir: &Path, rel: &str, text: &str) {
@@ -467,9 +470,7 @@ def test_negative():
 
     #[test]
     fn traces_a_small_project() {
-        if !have_pytest() {
-            return;
-        }
+        require_pytest();
         let d = project();
         let s = trace(&opts(d.path())).expect("trace");
         assert_eq!((s.failing, s.passing), (2, 1));
@@ -605,9 +606,7 @@ def test_negative():
 
     #[test]
     fn flip_runner_inverts_one_branch() {
-        if !have_pytest() {
-            return;
-        }
+        require_pytest();
         let d = project();
         let s = trace(&opts(d.path())).expect("trace");
         let manifest: toml::Value =
@@ -648,9 +647,7 @@ def test_negative():
     /// Python's syntax) is left out with a warning naming file and line; the trace goes on.
     #[test]
     fn syntax_error_names_file_and_line() {
-        if !have_pytest() {
-            return;
-        }
+        require_pytest();
         let d = project();
         write(d.path(), "src/broken.py", "def f(:\n    pass\n");
         let s = trace(&opts(d.path())).expect("the trace goes on");
@@ -666,9 +663,7 @@ def test_negative():
 
     #[test]
     fn no_failing_test_is_an_error() {
-        if !have_pytest() {
-            return;
-        }
+        require_pytest();
         let d = project();
         write(
             d.path(),

@@ -77,10 +77,21 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// no:cacheprovider tests`, run in `project` (a Python project laid out as the fixtures are),
 /// without writing bytecode into it.
 pub fn localize_python(project: &Path, dump: &Path, options: &[&str]) -> Command {
+    localize_python_in(project, "src", "tests", dump, options)
+}
+
+/// [`localize_python`] with another code directory (`--src SRC`) and test directory.
+pub fn localize_python_in(
+    project: &Path,
+    src: &str,
+    tests: &str,
+    dump: &Path,
+    options: &[&str],
+) -> Command {
     let mut c = bin();
     c.current_dir(project)
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .args(["localize", "--src", "src", "--keep-dump"])
+        .args(["localize", "--src", src, "--keep-dump"])
         .arg(dump)
         .args(options)
         .args([
@@ -91,7 +102,7 @@ pub fn localize_python(project: &Path, dump: &Path, options: &[&str]) -> Command
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests",
+            tests,
         ]);
     c
 }

@@ -276,12 +276,8 @@ fn unparseable_manifest_exits_2_with_file_and_line() {
 /// fails these tests with that message instead of skipping them, so a missing dependency never
 /// passes for a green run.
 pub(crate) fn require_pytest() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .output()
-        .is_ok_and(|o| o.status.success());
     assert!(
-        ok,
+        prosecutor::frontend::python::pytest_available(),
         "python3 with pytest is required by this test: `python3 -c 'import pytest'` fails \
          (install it with `python3 -m pip install pytest`, as .ci/run does)"
     );

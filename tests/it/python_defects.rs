@@ -137,21 +137,9 @@ fn test_helpers_inside_the_package_are_not_suspects() {
     let project = dir.path().join("proj");
     copy_dir(&root().join("fixtures/python/tests_in_package"), &project);
     let run = |extra: &[&str]| {
-        let o = bin()
-            .current_dir(&project)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .args(["localize", "--src", "pkg", "--no-cfx", "--format", "json"])
-            .args(extra)
-            .args([
-                "--",
-                "python3",
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "pkg/tests",
-            ])
+        let dump = dir.path().join("dump");
+        let options = [&["--no-cfx", "--format", "json"], extra].concat();
+        let o = localize_python_in(&project, "pkg", "pkg/tests", &dump, &options)
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
