@@ -82,6 +82,8 @@ class State:
         self.tracer = Tracer(self.reg, step_cap=self.step_cap, flip=flip)
         self.tests = []           # dicts in run order
         self.by_id = {}
+        self.running = None       # node id of the test whose call phase is running
+        self.subtest_failure = {} # node id -> the first failing subtest's failure (see _subtest_report)
         self.tmp = None
         self.error = None
         self.collected = 0
@@ -383,9 +385,11 @@ def pytest_runtest_call(item):
         signal.setitimer(signal.ITIMER_REAL, st.timeout)
     t0 = time.monotonic()
     st.tracer.start(item.nodeid, _root_code(item))
+    st.running = item.nodeid
     try:
         yield
     finally:
+        st.running = None
         # Disarm first: stopping the tracer of a long (timed-out) test can take longer than the
         # re-armed alarm, and a TestTimeout raised there would lose the test's report.
         if use_alarm:
@@ -413,6 +417,9 @@ def pytest_runtest_makereport(item, call):
         return
     if call.when != "call":
         return
+    if st.running == item.nodeid:
+        _subtest_report(st, item, call, rep)
+        return
     if hasattr(rep, "wasxfail") or rep.skipped:
         st.current = None
         if st.mode == "flip":
@@ -420,8 +427,16 @@ def pytest_runtest_makereport(item, call):
         return
     rec, dur = getattr(st, "current", (None, 0.0)) or (None, 0.0)
     st.current = None
-    t = {"id": item.nodeid, "outcome": "pass" if rep.passed else "fail", "duration_ms": int(dur * 1000), "rec": None}
-    if rep.failed:
+    sub = st.subtest_failure.pop(item.nodeid, None)
+    failed = rep.failed or sub is not None
+    t = {"id": item.nodeid, "outcome": "fail" if failed else "pass", "duration_ms": int(dur * 1000), "rec": None}
+    if not rep.failed and sub is not None:
+        # the test body passed, a subtest failed: the first failing subtest is the failure
+        t["match"] = _fingerprint(st, item)
+        t["failure_kind"], t["failure"] = sub[0], sub[1]
+        if rec is not None and rec.nsteps:
+            t["failure_step"] = min(sub[2], min(rec.nsteps, st.step_cap) - 1)
+    elif rep.failed:
         t["match"] = _fingerprint(st, item)
         exc = call.excinfo.value if call.excinfo is not None else None
         timed_out = isinstance(exc, TestTimeout) or (rec is not None and rec.timed_out)
@@ -433,7 +448,7 @@ def pytest_runtest_makereport(item, call):
             if step is None or step < 0 or step >= min(rec.nsteps, st.step_cap):
                 step = min(rec.nsteps, st.step_cap) - 1
             t["failure_step"] = step
-    if rec is not None and not rec.root_seen:
+    if (rec is not None and not rec.root_seen) or (rec is None and failed):
         t["untraced"] = True
     if rec is not None:
         if st.mode == "flip":
@@ -457,6 +472,24 @@ def pytest_runtest_makereport(item, call):
         return
     st.by_id[item.nodeid] = t
     st.tests.append(t)
+
+
+def _subtest_report(st, item, call, rep):
+    """A report made while the test's call phase still runs is a subtest's (`self.subTest` of
+    unittest, pytest's `subtests` fixture; pytest >= 9 reports each through
+    pytest_runtest_makereport with when == "call"). It is not the test's outcome: the first
+    failing subtest is kept, with the step where its exception arose (or the current step), and
+    decides the test's outcome and failure point when the test's own report comes."""
+    if not rep.failed or item.nodeid in st.subtest_failure:
+        return
+    exc = call.excinfo.value if call.excinfo is not None else None
+    cur = st.tracer.cur
+    step = -1
+    if cur is not None and cur.nsteps:
+        origin = cur.origins.get(id(exc)) if exc is not None else None
+        step = origin[0] if origin is not None and origin[1] == exc_signature(exc) else cur.nsteps - 1
+    kind = "assertion" if isinstance(exc, AssertionError) else "exception"
+    st.subtest_failure[item.nodeid] = (kind, _exc_text(call.excinfo), max(step, 0))
 
 
 def _exc_text(excinfo):
