@@ -564,7 +564,19 @@ class HeapRecorder:
             if out is not None:
                 if len(out) > 1:
                     out = list(dict.fromkeys(out))
-                self.rows.extend(out)
+                rows = self.rows
+                if rows and rows[-1][0] > idx:
+                    # user code ran during the evaluation above and recorded later steps: a
+                    # finalizer (`__del__`, weakref callback) run by the refresh of the locals
+                    # snapshot or by the garbage collector, traced when this step is recorded
+                    # by a condition wrapper (ordinary code, not a trace function): keep the
+                    # rows in step order
+                    i = len(rows)
+                    while i > 0 and rows[i - 1][0] > idx:
+                        i -= 1
+                    rows[i:i] = out
+                else:
+                    rows.extend(out)
         if loc is not None and opt and _SNAPSHOT:
             fs.snap = True
         if rebinds:

@@ -2,7 +2,7 @@
 
 check(dump_dir) returns (errors, stats): the well-formedness rules of the format (declared
 ids, consecutive steps, stack discipline, branch outcomes on every branch step, valid
-failure steps) and, as stats, how many consecutive same-frame step pairs are CFG edges.
+failure steps, heap rows in step order) and, as stats, how many consecutive same-frame step pairs are CFG edges.
 """
 
 import os
@@ -149,6 +149,18 @@ def check(d):
             n = len(steps.get(t["trace"], []))
             if not 0 <= t["failure_step"] < n:
                 errors.append(f"{t['id']}: failure_step {t['failure_step']} out of range {n}")
+    if os.path.exists(os.path.join(d, "heap.facts")):
+        last = {}
+        for r in read(d, "heap.facts"):
+            if len(r) != 5 or r[4] not in ("def", "use") or not r[1].isdigit():
+                errors.append(f"heap: bad row {r}")
+                continue
+            i = int(r[1])
+            if r[0] not in steps or i >= len(steps[r[0]]):
+                errors.append(f"heap: step out of range {r}")
+            if i < last.get(r[0], -1):
+                errors.append(f"heap: rows of {r[0]} not in step order at {r}")
+            last[r[0]] = i
     for r in read(d, "bind.facts"):
         if (r[0], r[2]) not in frames:
             errors.append(f"bind: undeclared frame {r}")

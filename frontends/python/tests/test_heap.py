@@ -475,3 +475,53 @@ def test_recursion_limit_keeps_the_dump_well_formed(tmp_path):
     appends = [i for i, nid in enumerate(h.steps[tr]) if h.stmts[nid][5] == "acc.append(n)"]
     rows = {i for (i, v, o, m) in h.rows[tr] if v == "acc" and m == "def"}
     assert len(rows & set(appends)) > 100      # (`return down(acc, ...)` passes acc: a def too)
+
+
+def test_finalizer_run_while_a_wrapper_records_a_step(tmp_path):
+    """Issue 20 (tornado: `heap.facts rows of trace .. are not in step order`): a step recorded
+    by a condition wrapper (ordinary code, so user code it triggers is traced) refreshes the
+    frame's locals snapshot, which drops the last reference to a rebound local's old value:
+    its `__del__` runs, is traced and records the next step's rows first.  The rows must stay
+    in step order."""
+    write(tmp_path, {
+        "src/fin.py": """
+            LOG = []
+
+
+            class Probe:
+                def __init__(self, name):
+                    self.name = name
+                    self.items = []
+
+                def __del__(self):
+                    LOG.append(self.name)
+
+
+            def churn(box):
+                box.items.append(0)
+                tmp = Probe("t")
+                tmp.items.append(1)
+                if (tmp := None) is None and box.items:
+                    return LOG[-1]
+                return None
+            """,
+        "tests/conftest.py": CONFTEST,
+        "tests/test_fin.py": """
+            from fin import Probe, churn
+
+
+            def test_churn():
+                assert churn(Probe("box")) == "t"
+            """,
+    })
+    p = run(tmp_path)
+    assert "1 passed" in p.stdout, p.stdout
+    errors, _ = dumpcheck.check(str(tmp_path / "dump"))
+    assert errors == [], errors
+    h = Heap(tmp_path, p)
+    tr = h.trace("test_churn")
+    # the finalizer's step (LOG.append) comes right after the `if` step and has its own rows
+    steps = h.steps[tr]
+    i = next(k for k, s in enumerate(steps) if h.stmts[s][5].startswith("if (tmp := None)"))
+    assert h.stmts[steps[i + 1]][5] == "LOG.append(self.name)"
+    assert any(j == i for (j, v, o, m) in h.rows[tr]) and any(j == i + 1 for (j, v, o, m) in h.rows[tr])
