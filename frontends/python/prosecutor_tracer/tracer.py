@@ -7,7 +7,13 @@ Model (see docs/frontend-python.md):
   gets no frame, but traced code it calls back into is traced, with the call step being the
   current step of the nearest traced frame on the stack;
 * every activation of a traced code object is a frame, and so is every resumption of a
-  generator / coroutine (a resumption is a new frame opened by the step that resumed it);
+  generator / coroutine (a resumption is a new frame opened by the step that resumed it); a
+  local trace function only ever records for the activation it was made for (CPython keeps a
+  frame's old ``f_trace`` when the ``call`` event of a resumption returns None);
+* a test function that is a generator / coroutine (driven by an event loop) runs until its
+  last activation returns: while it is suspended, it stays at the bottom of the stack and what
+  the loop runs is called from its suspension step; resumed with nothing traced above it, it
+  continues as the same frame;
 * a step is recorded when execution enters a node different from the frame's current node, or
   jumps backwards within the same node (a loop of one statement);
 * branch outcomes come from the instrumentation wrappers (app code) or are inferred from the
@@ -16,6 +22,7 @@ Model (see docs/frontend-python.md):
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 import threading
@@ -27,6 +34,26 @@ except ImportError:  # a driver whose embedded package lacks heap.py: no heap fa
 from . import static_facts as sf
 
 _MISSING = object()
+
+# code flags of generators, coroutines and async generators (inspect.CO_*)
+_GEN_FLAGS = 0x20 | 0x80 | 0x200
+_YIELD_VALUE = dis.opmap["YIELD_VALUE"]
+
+
+def _suspends(frame, rec):
+    """Is the `return` event of `frame` a suspension (yield / await) rather than the end of the
+    activation?  CPython reports both as `return`; a suspension stops at a YIELD_VALUE.  An
+    exception thrown in at a yield (``gen.throw``) and not caught also leaves from there, so an
+    exception leaving the frame (`rec.exc`) is an end."""
+    co = frame.f_code
+    if not co.co_flags & _GEN_FLAGS or rec.exc:
+        return False
+    try:
+        code = co.co_code
+        i = frame.f_lasti
+        return 0 <= i < len(code) and code[i] == _YIELD_VALUE
+    except Exception:
+        return False
 
 
 # Code that only renders the report of a failed assertion: app / test code it calls (directly
@@ -88,7 +115,7 @@ class TestTimeout(BaseException):
 
 class FrameRec:
     __slots__ = ("fid", "method", "pyframe", "call_step", "last_step", "node", "prev", "off",
-                 "pending", "posmap", "binds")
+                 "pending", "posmap", "binds", "exc")
 
     def __init__(self, method, pyframe, call_step, posmap):
         self.fid = None
@@ -102,6 +129,7 @@ class FrameRec:
         self.pending = False
         self.posmap = posmap
         self.binds = None
+        self.exc = False          # an exception is propagating in the frame (since its last step)
 
 
 class TestRecord:
@@ -284,6 +312,13 @@ class Tracer:
         self.root_code = None
         self.stack = []
         self.byframe = {}
+        # the test function's frame until it returns (a generator / coroutine test is suspended
+        # and resumed by its driver), its first activation's record, and whether that record is
+        # suspended at the bottom of the stack
+        self.root_frame = None
+        self.root_rec = None
+        self.root_waiting = False
+        self._local_code = None       # code object of the local trace functions
         self.code_cache = {}
         self.posmaps = {}
         self.thread = None
@@ -302,6 +337,9 @@ class Tracer:
         self.active = False
         self.stack = []
         self.byframe = {}
+        self.root_frame = None
+        self.root_rec = None
+        self.root_waiting = False
         self.thread = threading.get_ident()
         if self._global is None:
             self._global = self._make_global()
@@ -321,6 +359,9 @@ class Tracer:
             r.pyframe = None
         self.stack = []
         self.byframe = {}
+        self.root_frame = None
+        self.root_rec = None
+        self.root_waiting = False
         self.cur = None
         return rec
 
@@ -369,6 +410,15 @@ class Tracer:
 
         return global_trace
 
+    def _untraced(self, frame):
+        """`frame` (of traced code) is not traced now.  If it is a generator / coroutine resumed
+        after an earlier traced activation, it still has that activation's local trace
+        function (CPython keeps ``f_trace`` when the call event returns None): remove it."""
+        t = frame.f_trace
+        if t is not None and getattr(t, "__code__", None) is self._local_code:
+            frame.f_trace = None
+        return None
+
     def _call(self, frame):
         try:
             co = frame.f_code
@@ -377,19 +427,28 @@ class Tracer:
                 return None
             cur = self.cur
             if cur is None or threading.get_ident() != self.thread:
-                return None
+                return self._untraced(frame)
             if not self.active:
                 if cur.root_seen or (self.root_code is not None and co is not self.root_code):
-                    return None
+                    return self._untraced(frame)
                 if self.root_code is None and m.role != "test":
-                    return None
+                    return self._untraced(frame)
                 cur.root_seen = True
                 self.active = True
+                self.root_frame = frame
+                self.root_waiting = False
                 caller = None
             else:
                 caller = self.stack[-1] if self.stack else None
+                if frame is self.root_frame and caller is self.root_rec and self.root_waiting:
+                    # the suspended test function resumed by opaque code (its event loop) with
+                    # nothing traced above it: the same frame goes on (its old trace function)
+                    rec = caller
+                    self.root_waiting = False
+                    self.byframe[frame] = rec
+                    return frame.f_trace
             if caller is not None and frame.f_back is not caller.pyframe and self._in_report(frame, caller.pyframe):
-                return None
+                return self._untraced(frame)
             call_step = None
             if caller is not None:
                 call_step = caller.last_step if caller.last_step is not None else (cur.nsteps - 1 if cur.nsteps else None)
@@ -401,6 +460,8 @@ class Tracer:
                     self.errors.append(f"bind: {type(e).__name__}: {e}")
             self.stack.append(rec)
             self.byframe[frame] = rec
+            if caller is None:
+                self.root_rec = rec
             cur.methods.add(m.id)
             if m.multi_lines:
                 frame.f_trace_opcodes = True
@@ -408,7 +469,10 @@ class Tracer:
             return tr
         except Exception as e:
             self.errors.append(f"tracer: {type(e).__name__}: {e}")
-            return None
+            try:
+                return self._untraced(frame)
+            except Exception:
+                return None
 
     def _in_report(self, frame, stop):
         """Is `frame` (traced code called through opaque frames) called, below the traced frame
@@ -458,6 +522,11 @@ class Tracer:
 
         def local(frame, event, arg):
             try:
+                if rec.pyframe is not frame:
+                    # the activation this function was made for has ended (a generator
+                    # resumed while nothing is traced keeps its old f_trace): not ours
+                    frame.f_trace = None
+                    return None
                 if event == "line" or (event == "opcode" and frame.f_lineno in multi):
                     off = frame.f_lasti
                     nid = pm.get(off)
@@ -466,7 +535,8 @@ class Tracer:
                     if nid != rec.node or off < rec.off:
                         cur = tracer.cur
                         st = tracer.stack
-                        if nid in eager and eager[nid] == rec.node and cur is not None:
+                        if (nid in eager and eager[nid] == rec.node and cur is not None
+                                and st and st[-1] is rec):
                             # an operand of the statement whose step has just begun
                             tracer._relabel(rec, nid)
                         elif (cur is not None and st and st[-1] is rec and rec.fid is not None
@@ -483,6 +553,7 @@ class Tracer:
                                 rec.pending = False
                             rec.prev = prev
                             rec.node = nid
+                            rec.exc = False
                             idx = cur.nsteps
                             cur.nsteps = idx + 1
                             cur.steps_node.append(nid)
@@ -497,10 +568,11 @@ class Tracer:
                             slow_step(rec, nid)
                     rec.off = off
                 elif event == "return":
-                    tracer.pop(rec)
+                    tracer.ret(rec, frame)
                     if tracer.heap is not None:
                         tracer.heap.frame_end(rec, frame)
                 elif event == "exception":
+                    rec.exc = True
                     cur = tracer.cur
                     if cur is not None:
                         # the exception object is not kept (it holds its traceback, hence
@@ -518,6 +590,7 @@ class Tracer:
                 tracer.errors.append(f"tracer: {type(e).__name__}: {e}")
             return local
 
+        self._local_code = local.__code__
         return local
 
     def make_wrappers(self):
@@ -571,16 +644,50 @@ class Tracer:
 
         return br, sc, report
 
+    def ret(self, rec, frame):
+        """The `return` event of `rec`'s frame: the activation ends (a return, an exception
+        leaving it, or a yield / await).  The test function's frame is special when the test is
+        a generator / coroutine run by a driver (an event loop): when its first activation
+        suspends, its record stays at the bottom of the stack (what the loop runs until the
+        test resumes is called from the suspension step; a resumption by opaque code with
+        nothing traced above continues that frame, one by traced code is a new frame opened by
+        the resuming step), and the end of its last activation ends the test's trace even if
+        traced frames of the driver are still running."""
+        if frame is not self.root_frame or rec.pyframe is not frame:
+            self.pop(rec)
+            return
+        st = self.stack
+        if _suspends(frame, rec):
+            if rec is self.root_rec and rec in st:
+                while st[-1] is not rec:
+                    self._drop(st.pop())
+                self.root_waiting = True
+                self.byframe.pop(frame, None)
+                return
+            self.pop(rec)
+            return
+        self.root_frame = None
+        self.root_rec = None
+        self.root_waiting = False
+        for r in st:
+            self._drop(r)
+        st.clear()
+        rec.pyframe = None
+        self.active = False
+
+    def _drop(self, r):
+        self.byframe.pop(r.pyframe, None)
+        # the frame's f_trace (our closure) refers to `r`: without this, frame -> closure -> r
+        # -> frame is a cycle that keeps the frame's locals alive until the garbage collector
+        # runs (weakrefs, __del__ would see them late)
+        r.pyframe = None
+
     def pop(self, rec):
         st = self.stack
         if rec in st:
             while st:
                 r = st.pop()
-                self.byframe.pop(r.pyframe, None)
-                # the frame's f_trace (our closure) refers to `r`: without this, frame ->
-                # closure -> r -> frame is a cycle that keeps the frame's locals alive until
-                # the garbage collector runs (weakrefs, __del__ would see them late)
-                r.pyframe = None
+                self._drop(r)
                 if r is rec:
                     break
         rec.pyframe = None
@@ -592,13 +699,11 @@ class Tracer:
         if cur is None:
             return None
         st = self.stack
-        if st and st[-1] is not rec:
+        if not st or st[-1] is not rec:
             if rec not in st:
                 return None
             while st[-1] is not rec:
-                r = st.pop()
-                self.byframe.pop(r.pyframe, None)
-                r.pyframe = None
+                self._drop(st.pop())
         prev = rec.node
         cur.coverage.add(nid)
         if prev is not None:
@@ -607,6 +712,7 @@ class Tracer:
             cur.occ[nid] = cur.occ.get(nid, 0) + 1
         rec.prev = prev
         rec.node = nid
+        rec.exc = False
         rec.pending = nid in self.reg.branch_ids
         if cur.nsteps >= self.step_cap:
             cur.truncated = True
