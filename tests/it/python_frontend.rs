@@ -304,3 +304,29 @@ fn contradictory_failure_falls_back_to_the_spectrum() {
         "{text}"
     );
 }
+
+/// Issue 20 (tornado-10, tornado-13: the dump of a `@gen_test` suite did not load, "step N runs
+/// in frame F, which returned at step M"): generator coroutines resumed by an event loop outside
+/// SRC, and `async def` tests run by asyncio. The dump loads, `localize` (with its
+/// counterfactual experiments) exits 0, and the faulty line, which only runs in coroutine frames
+/// the loop resumes after the test function has yielded, is ranked.
+#[test]
+fn coroutines_driven_by_an_event_loop_localize() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    copy_dir(&root().join("fixtures/python/coroutine_driver"), &project);
+    let dump = dir.path().join("dump");
+    let o = localize_python(&project, &dump, &["--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ranking = r["ranking"].as_array().unwrap();
+    let faulty = ranking
+        .iter()
+        .find(|e| e["file"] == "shop.py" && e["line"] == 13)
+        .unwrap_or_else(|| panic!("the faulty line is ranked: {ranking:?}"));
+    assert!(faulty["rank"].as_u64().unwrap() <= 10, "{faulty}");
+}
