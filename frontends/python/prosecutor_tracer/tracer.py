@@ -43,15 +43,17 @@ _YIELD_VALUE = dis.opmap["YIELD_VALUE"]
 def _suspends(frame, rec):
     """Is the `return` event of `frame` a suspension (yield / await) rather than the end of the
     activation?  CPython reports both as `return`; a suspension stops at a YIELD_VALUE.  An
-    exception thrown in at a yield (``gen.throw``) and not caught also leaves from there, so an
-    exception leaving the frame (`rec.exc`) is an end."""
+    exception thrown in at a yield (``gen.throw``) and not caught also leaves from there: an
+    exception seen at the very instruction the frame leaves from (`rec.exc`) is an end.  (An
+    exception seen elsewhere since the last step was handled: the StopIteration of an `await`
+    that completed, before another `await` of the same statement suspends.)"""
     co = frame.f_code
-    if not co.co_flags & _GEN_FLAGS or rec.exc:
+    if not co.co_flags & _GEN_FLAGS:
         return False
     try:
         code = co.co_code
         i = frame.f_lasti
-        return 0 <= i < len(code) and code[i] == _YIELD_VALUE
+        return 0 <= i < len(code) and code[i] == _YIELD_VALUE and i != rec.exc
     except Exception:
         return False
 
@@ -129,7 +131,7 @@ class FrameRec:
         self.pending = False
         self.posmap = posmap
         self.binds = None
-        self.exc = False          # an exception is propagating in the frame (since its last step)
+        self.exc = -1             # instruction offset of the last exception seen since the last step
 
 
 class TestRecord:
@@ -553,7 +555,7 @@ class Tracer:
                                 rec.pending = False
                             rec.prev = prev
                             rec.node = nid
-                            rec.exc = False
+                            rec.exc = -1
                             idx = cur.nsteps
                             cur.nsteps = idx + 1
                             cur.steps_node.append(nid)
@@ -572,7 +574,7 @@ class Tracer:
                     if tracer.heap is not None:
                         tracer.heap.frame_end(rec, frame)
                 elif event == "exception":
-                    rec.exc = True
+                    rec.exc = frame.f_lasti
                     cur = tracer.cur
                     if cur is not None:
                         # the exception object is not kept (it holds its traceback, hence
@@ -712,7 +714,7 @@ class Tracer:
             cur.occ[nid] = cur.occ.get(nid, 0) + 1
         rec.prev = prev
         rec.node = nid
-        rec.exc = False
+        rec.exc = -1
         rec.pending = nid in self.reg.branch_ids
         if cur.nsteps >= self.step_cap:
             cur.truncated = True

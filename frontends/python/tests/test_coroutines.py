@@ -244,3 +244,47 @@ def test_loop_in_app_code(tmp_path):
     steps = d.steps(t["trace"])
     assert st[steps[-1]][5].startswith("fut = gen.throw(f.exc)"), st[steps[-1]]
     assert st[steps[t["failure_step"]]][5].startswith("return 2 * y")
+
+
+def test_two_awaits_in_one_statement(tmp_path):
+    """The first `await` completing raises (and handles) a StopIteration in the test function's
+    frame; the second `await` of the same statement then suspends it: a suspension, not the end
+    of the test function (the rest of `two` is traced)."""
+    d = tt.run(tmp_path, {
+        "src/aw.py": """
+            import asyncio
+
+
+            async def one():
+                await asyncio.sleep(0)
+                return 1
+
+
+            async def two():
+                await asyncio.sleep(0)
+                x = 2
+                return x
+            """,
+        "tests/test_aw.py": """
+            import asyncio
+            import functools
+
+            from aw import one, two
+
+
+            def run_async(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    return asyncio.run(fn(*args, **kwargs))
+                return wrapper
+
+
+            @run_async
+            async def test_both():
+                assert await one() + await two() == 4
+            """}, extra_env={"PROSECUTOR_TRACE_ALL": "1"})
+    d.check()
+    t = d.test("test_both")
+    assert t["outcome"] == "fail"
+    st = d.stmts()
+    assert [st[s][5] for s in d.steps(t["trace"])][-2:] == ["x = 2", "return x"]
