@@ -417,8 +417,9 @@ class Tracer:
         after an earlier traced activation, it still has that activation's local trace
         function (CPython keeps ``f_trace`` when the call event returns None): remove it."""
         t = frame.f_trace
-        if t is not None and getattr(t, "__code__", None) is self._local_code:
-            frame.f_trace = None
+        lc = self._local_code
+        if t is not None and lc is not None and getattr(t, "__code__", None) is lc:
+            frame.f_trace = None   # (another tool's trace function, e.g. coverage's, stays)
         return None
 
     def _call(self, frame):
