@@ -73,9 +73,8 @@ pub struct ModelArgs {
     #[arg(long)]
     pub rules: Option<PathBuf>,
     /// Run a variant of `eval`'s table by its id (prosecutor, prosecutor-nocfx, prosecutor-f,
-    /// prosecutor-fp, prosecutor-nocompress, prosecutor-nospectrum, prosecutor-noheap,
-    /// prosecutor-passing-methods,
-    /// prosecutor-paper-rules,
+    /// prosecutor-fp, prosecutor-minrank, prosecutor-nocompress, prosecutor-nospectrum,
+    /// prosecutor-eps01, prosecutor-noheap, prosecutor-passing-methods, prosecutor-paper-rules,
     /// prosecutor-paper; src/variants.rs): its settings override the flags above and below.
     #[arg(long)]
     pub variant: Option<String>,
@@ -83,6 +82,10 @@ pub struct ModelArgs {
     /// paper's model).
     #[arg(long, default_value_t = crate::localize::SPECTRUM_WEIGHT)]
     pub spectrum_weight: f64,
+    /// ε of the spectrum likelihood: the probability that a test which does not execute the
+    /// fault fails anyway (another cause; docs/model.md), in (0, 1).
+    #[arg(long, default_value_t = crate::localize::spectrum::OTHER_CAUSE)]
+    pub other_cause: f64,
     /// How the F∪P model chooses its passing traces: coverage (greedy cover of the failing
     /// traces' statements, short traces first) or methods (the paper's shared methods).
     #[arg(long, value_enum, default_value = "coverage")]
@@ -165,6 +168,7 @@ impl ModelArgs {
             cfx: CfxSource::Off,
             cfx_model: self.cfx_model,
             spectrum_weight: self.spectrum_weight,
+            other_cause: self.other_cause,
             heap: !self.no_heap,
             passing_selection: self.passing_selection,
         };
@@ -172,6 +176,12 @@ impl ModelArgs {
             return Err(Error::Other(format!(
                 "--spectrum-weight must be a non-negative number, found {}",
                 self.spectrum_weight
+            )));
+        }
+        if !(self.other_cause > 0.0 && self.other_cause < 1.0) {
+            return Err(Error::Other(format!(
+                "--other-cause must be a probability strictly between 0 and 1, found {}",
+                self.other_cause
             )));
         }
         if let Some(id) = &self.variant {

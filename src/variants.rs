@@ -23,6 +23,8 @@ pub enum Unit {
     Rules(&'static str),
     /// Weight of the spectrum likelihood (`localize::spectrum`; 0 = off).
     SpectrumWeight(f64),
+    /// `ε` of the spectrum likelihood (`localize::spectrum::OTHER_CAUSE`).
+    OtherCause(f64),
     /// Ignore the heap accesses of the dump (no `heapdef`, no R_HEAP edges).
     NoHeap,
     /// How F∪P chooses its passing traces.
@@ -84,6 +86,12 @@ pub const VARIANTS: &[Variant] = &[
         label: "w/o spectrum",
         about: "without the spectrum likelihood (docs/model.md)",
         units: &[Unit::SpectrumWeight(0.0)],
+    },
+    Variant {
+        id: "prosecutor-eps01",
+        label: "spectrum ε 0.1",
+        about: "the spectrum likelihood with ε = 0.1 (the earlier default): a test that does not run the fault fails with probability 0.1 (docs/model.md)",
+        units: &[Unit::OtherCause(0.1)],
     },
     Variant {
         id: "prosecutor-noheap",
@@ -160,6 +168,7 @@ impl Variant {
                 Unit::NoCompress => o.compress = false,
                 Unit::NoCfx => o.cfx = crate::localize::CfxSource::Off,
                 Unit::SpectrumWeight(w) => o.spectrum_weight = w,
+                Unit::OtherCause(e) => o.other_cause = e,
                 Unit::NoHeap => o.heap = false,
                 Unit::Passing(p) => o.passing_selection = p,
                 Unit::Rules(name) => rules = Some(builtin_rules(name)?),

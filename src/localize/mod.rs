@@ -84,6 +84,9 @@ pub struct Options {
     /// Weight of the spectrum likelihood added to each statement's posterior log-odds
     /// ([`spectrum`]; 0 = the paper's model).
     pub spectrum_weight: f64,
+    /// `ε` of the spectrum likelihood: the probability that a test which does not execute the
+    /// fault fails anyway ([`spectrum::OTHER_CAUSE`]).
+    pub other_cause: f64,
     /// Follow values through the heap by object identity (`heap.facts`, rule R_HEAP).
     pub heap: bool,
     /// How F∪P chooses its passing traces.
@@ -111,6 +114,7 @@ impl Default for Options {
             cfx_model: CfxModel::Successors,
             max_steps: None,
             spectrum_weight: SPECTRUM_WEIGHT,
+            other_cause: spectrum::OTHER_CAUSE,
             heap: true,
             passing_selection: PassingSelection::Coverage,
         }
@@ -673,7 +677,7 @@ fn dump_warnings(dump: &Dump) -> Vec<String> {
 
 /// The ranking by the spectrum likelihood alone (the fallback of [`localize`]).
 fn spectrum_report(dump: &Dump, o: &Options, warnings: Vec<String>, start: Instant) -> Report {
-    let scores: StmtScores = spectrum::log_likelihoods(dump)
+    let scores: StmtScores = spectrum::log_likelihoods(dump, o.other_cause)
         .into_iter()
         .map(|(s, l)| {
             (
@@ -781,7 +785,8 @@ fn localize_excluding(
         .filter(|r| r.outcome == CfxOutcome::Pass)
         .map(|r| &r.experiment)
         .collect();
-    let likelihoods = (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump));
+    let likelihoods =
+        (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump, o.other_cause));
     let mut final_runs = Vec::new();
     let with_cfx: Vec<Option<Result<(Marginals, usize), Error>>> = models
         .par_iter()

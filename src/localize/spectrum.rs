@@ -4,13 +4,15 @@
 //! The EPG sees the failing traces and a few passing ones; the dump's coverage covers every test
 //! that ran. Under the single-fault hypothesis "statement `l` is the fault", a test that executes
 //! `l` fails with an unknown probability `h` (uniform prior) and a test that does not execute it
-//! fails with probability `ε` (another cause). The marginal likelihood of the observed outcomes is
+//! fails with probability `ε` (another cause: the single-fault assumption made robust). The
+//! marginal likelihood of the observed outcomes is
 //!
 //! ```text
-//! L(l) = ∫ h^{e_f} (1 - h)^{e_p} dh · ε^{n_f} = B(e_f + 1, e_p + 1) · ε^{n_f}
+//! L(l) = ∫ h^{e_f} (1 - h)^{e_p} dh · ε^{n_f} (1 - ε)^{n_p} = B(e_f + 1, e_p + 1) · ε^{n_f} (1 - ε)^{n_p}
 //! ```
 //!
-//! (`e_f`, `e_p`: failing / passing tests executing `l`; `n_f`: failing tests not executing it).
+//! (`e_f`, `e_p`: failing / passing tests executing `l`; `n_f`, `n_p`: failing / passing tests
+//! not executing it).
 //! It orders statements like DStar for one failing test (fewer passing executions first) but is a
 //! probability, so it combines with the EPG's posterior by Bayes' rule: the posterior log-odds of
 //! `l` gain `w · ln(L(l) / max L)`, where `w` is the weight (0: off, 1: the likelihood as is).
@@ -22,11 +24,13 @@ use std::collections::HashMap;
 
 use crate::dump::{Dump, StmtId};
 
-/// `ε`: the probability that a failing test which does not execute the fault fails anyway.
-pub const OTHER_CAUSE: f64 = 0.1;
+/// Default `ε`: the probability that a test which does not execute the fault fails anyway
+/// (`--other-cause`; docs/model.md, "Spectrum likelihood").
+pub const OTHER_CAUSE: f64 = 0.001;
 
-/// `ln(L(l) / max L)` of every statement some test executed (≤ 0; 0 for the likeliest).
-pub fn log_likelihoods(dump: &Dump) -> HashMap<StmtId, f64> {
+/// `ln(L(l) / max L)` of every statement some test executed (≤ 0; 0 for the likeliest), with
+/// `eps` = `ε` in (0, 1).
+pub fn log_likelihoods(dump: &Dump, eps: f64) -> HashMap<StmtId, f64> {
     let (spectrum, executed) = crate::eval::baseline::stmt_spectrum(dump);
     // element ids come from the dump's statements: always in range
     let counts = crate::baselines::sbfl::spectrum_counts(&spectrum).unwrap_or_default();
@@ -40,8 +44,9 @@ pub fn log_likelihoods(dump: &Dump) -> HashMap<StmtId, f64> {
         .map(|s| {
             let c = counts[s as usize];
             let (ef, ep) = (c.ef as usize, c.ep as usize);
-            let ln_l =
-                ln_fact[ef] + ln_fact[ep] - ln_fact[ef + ep + 1] + c.nf as f64 * OTHER_CAUSE.ln();
+            let ln_l = ln_fact[ef] + ln_fact[ep] - ln_fact[ef + ep + 1]
+                + c.nf as f64 * eps.ln()
+                + c.np as f64 * (-eps).ln_1p();
             (s, ln_l)
         })
         .collect();
@@ -78,14 +83,16 @@ mod fixture_tests {
     use super::*;
 
     /// Fig. 3 (one failing, one passing test): the statement only the failing test runs (line
-    /// 22) is the likeliest fault; one the passing test runs too has B(2,2)/B(2,1) = 1/3 of its
-    /// likelihood; one only the passing test runs, ε · B(1,2)/B(2,1) = ε.
+    /// 22) is the likeliest fault, with B(2,1) (1-ε); one the passing test runs too has
+    /// B(2,2)/(B(2,1) (1-ε)) = 1/(3 (1-ε)) of its likelihood; one only the passing test runs,
+    /// ε B(1,2)/(B(2,1) (1-ε)) = ε/(1-ε).
     #[test]
     fn likelihoods_on_fig3() {
         let dir =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dumps/leftpad_fig3");
         let dump = Dump::load(&dir).unwrap();
-        let ll = log_likelihoods(&dump);
+        let eps = 0.1;
+        let ll = log_likelihoods(&dump, eps);
         let cov = crate::eval::baseline::stmt_coverage(&dump);
         let ran = |t: usize, s: StmtId| cov.iter().any(|(x, c)| *x == t && c.contains(&s));
         let (fail, pass) = (0, 1);
@@ -93,8 +100,8 @@ mod fixture_tests {
         for (&s, &l) in &ll {
             let expected = match (ran(fail, s), ran(pass, s)) {
                 (true, false) => 0.0,
-                (true, true) => (1.0f64 / 3.0).ln(),
-                (false, true) => OTHER_CAUSE.ln(),
+                (true, true) => (1.0 / (3.0 * (1.0 - eps))).ln(),
+                (false, true) => (eps / (1.0 - eps)).ln(),
                 (false, false) => unreachable!("only executed statements are scored"),
             };
             assert!(

@@ -16,17 +16,17 @@ const EXPECTED: &[(&str, usize)] = &[
     ("leftpad_fig1", 7),
     ("leftpad_fig3", 1),
     ("merge_sorted", 1),
-    ("find_peaks", 8),
+    ("find_peaks", 4),
     ("order_total", 6),
     ("text_stats", 10),
-    ("leaderboard", 6),
+    ("leaderboard", 3),
     ("config_color", 11),
-    ("format_duration", 4),
+    ("format_duration", 3),
     ("normalize_path", 1),
     ("binary_search_rec", 1),
-    ("ring_buffer", 6),
+    ("ring_buffer", 5),
     ("matrix_transpose", 1),
-    ("tokenizer_generator", 19),
+    ("tokenizer_generator", 7),
 ];
 
 /// `prosecutor eval` over the committed manifest fixtures/python/cases.toml: every project is
