@@ -90,7 +90,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         id: "prosecutor-eps01",
         label: "spectrum ε 0.1",
-        about: "the spectrum likelihood with ε = 0.1 (the earlier default): a test that does not run the fault fails with probability 0.1 (docs/model.md)",
+        about: "the spectrum likelihood with ε = 0.1: a test that does not run the fault fails with probability 0.1 (docs/model.md)",
         units: &[Unit::OtherCause(0.1)],
     },
     Variant {
