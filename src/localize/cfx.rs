@@ -184,6 +184,23 @@ pub fn run_missing(
         .collect())
 }
 
+/// What the detail of a void experiment says when its test's control run passed.
+const NOT_REPRODUCED: &str = "passes when re-run alone with nothing flipped";
+
+/// The tests whose control run passed (their failure does not reproduce when re-run alone), as
+/// the void experiments of `results` say.
+pub fn not_reproduced(results: &[ExperimentResult]) -> Vec<&str> {
+    let mut tests: Vec<&str> = results
+        .iter()
+        .filter(|r| r.outcome == CfxOutcome::Void && r.detail.starts_with("control: "))
+        .filter(|r| r.detail.contains(NOT_REPRODUCED))
+        .map(|r| r.experiment.test.as_str())
+        .collect();
+    tests.sort_unstable();
+    tests.dedup();
+    tests
+}
+
 /// What a control run (the failing test re-run with nothing flipped) found for one test.
 #[derive(Debug, Clone, PartialEq)]
 enum Control {
@@ -222,8 +239,8 @@ fn control_runs(
         let verdict = match r.outcome {
             CfxOutcome::Fail => Control::Fails(took),
             CfxOutcome::Pass => Control::Unusable(format!(
-                "control: {} passes when re-run alone with nothing flipped (it fails only in the \
-                 traced session or only under tracing, or is flaky)",
+                "control: {} {NOT_REPRODUCED} (it fails only in the traced session or only under \
+                 tracing, or is flaky)",
                 c.test
             )),
             CfxOutcome::Timeout => Control::Unusable(format!(

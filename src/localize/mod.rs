@@ -699,6 +699,49 @@ fn spectrum_report(dump: &Dump, o: &Options, warnings: Vec<String>, start: Insta
     )
 }
 
+/// Issue 20 §2: a failing test whose control run passes (it fails only in the traced session,
+/// only under tracing, or is flaky) is left out of the model, with a warning naming it, when
+/// another failing trace is left; the localization is then redone without it, reusing the
+/// experiments already run. `None`: nothing to leave out.
+fn without_unreproduced(
+    dump: &Dump,
+    rules: &Rules,
+    o: &Options,
+    excluded: &[usize],
+    failing: &[usize],
+    experiments: &[ExperimentResult],
+) -> Option<Result<Report, Error>> {
+    let tests = cfx::not_reproduced(experiments);
+    let id = |t: usize| dump.manifest.tests[dump.traces[t].test].id.as_str();
+    let drop: Vec<usize> = failing
+        .iter()
+        .copied()
+        .filter(|&t| tests.contains(&id(t)))
+        .collect();
+    if drop.is_empty() || drop.len() == failing.len() {
+        return None;
+    }
+    let mut o2 = o.clone();
+    if let CfxSource::Run(ro) = &mut o2.cfx {
+        ro.known.extend(experiments.iter().cloned());
+    }
+    let all: Vec<usize> = excluded.iter().chain(&drop).copied().collect();
+    Some(localize_excluding(dump, rules, &o2, &all).map(|mut r| {
+        let notes = drop.iter().map(|&t| {
+            format!(
+                "failing test {} left out of the model: it {NOT_REPRODUCED_NOTE}",
+                id(t)
+            )
+        });
+        r.warnings.splice(0..0, notes);
+        r
+    }))
+}
+
+/// Why a failing test was left out after its control run passed.
+const NOT_REPRODUCED_NOTE: &str = "passes when re-run alone with nothing flipped (it fails only \
+     in the traced session, only under tracing, or is flaky): its experiments were void";
+
 fn localize_excluding(
     dump: &Dump,
     rules: &Rules,
@@ -780,6 +823,9 @@ fn localize_excluding(
             cfx::match_results(&plan, results, path).map_err(Error::Other)?
         }
     };
+    if let Some(r) = without_unreproduced(dump, rules, o, excluded, &failing, &experiments) {
+        return r;
+    }
     let passed: Vec<&Experiment> = experiments
         .iter()
         .filter(|r| r.outcome == CfxOutcome::Pass)

@@ -233,3 +233,49 @@ fn nested_call_result_reaches_the_helpers_argument() {
         "an R_NEST edge into check's `got`: {nest:?}"
     );
 }
+
+/// Issue 20 §2: with another failing test that does fail alone, the test whose control run
+/// passes (it fails only because of the session's state) is left out of the model with a warning
+/// naming it; the model and the experiments are those of the reproducible test.
+#[test]
+fn a_failing_test_that_passes_alone_is_left_out_of_the_model() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    copy_dir(&root().join("fixtures/python/session_state"), &project);
+    let tests = project.join("tests/test_names.py");
+    let mut text = std::fs::read_to_string(&tests).unwrap();
+    text.push_str("\n\ndef test_upper():\n    assert canonical(\"EPSILON\") == \"epsilon\"\n");
+    std::fs::write(&tests, text).unwrap();
+    let dump = dir.path().join("dump");
+    let o = localize_python(&project, &dump, &["--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let why =
+        "failing test tests/test_names.py::test_lower_input left out of the model: it passes \
+               when re-run alone";
+    assert!(r["warnings"].to_string().contains(why), "{}", r["warnings"]);
+    assert!(stderr.contains(why), "{stderr}");
+    assert!(
+        !r["warnings"].to_string().contains("test_upper left out"),
+        "{}",
+        r["warnings"]
+    );
+    assert_eq!(r["stats"]["failing_traces"], 1, "{}", r["stats"]);
+    let exps = r["experiments"].as_array().unwrap();
+    assert!(
+        exps.iter()
+            .all(|e| e["test"] == "tests/test_names.py::test_upper"),
+        "{r}"
+    );
+    let fault = r["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["line"] == 10)
+        .unwrap();
+    assert!(fault["rank"].as_u64().unwrap() <= 3, "{}", r["ranking"]);
+}
