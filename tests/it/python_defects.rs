@@ -179,17 +179,7 @@ fn test_helpers_inside_the_package_are_not_suspects() {
 /// named on stderr and in the output, instead of experiments that silently say nothing.
 #[test]
 fn experiments_of_a_test_that_passes_alone_are_void_with_the_reason() {
-    require_pytest();
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("proj");
-    copy_dir(&root().join("fixtures/python/session_state"), &project);
-    let dump = dir.path().join("dump");
-    let o = localize_python(&project, &dump, &["--format", "json"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (r, stderr) = localize_session_state("");
     let exps = r["experiments"].as_array().unwrap();
     assert!(!exps.is_empty(), "{r}");
     let why = "control: tests/test_names.py::test_lower_input passes when re-run alone";
@@ -239,21 +229,9 @@ fn nested_call_result_reaches_the_helpers_argument() {
 /// naming it; the model and the experiments are those of the reproducible test.
 #[test]
 fn a_failing_test_that_passes_alone_is_left_out_of_the_model() {
-    require_pytest();
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("proj");
-    copy_dir(&root().join("fixtures/python/session_state"), &project);
-    let tests = project.join("tests/test_names.py");
-    let mut text = std::fs::read_to_string(&tests).unwrap();
-    text.push_str("\n\ndef test_upper():\n    assert canonical(\"EPSILON\") == \"epsilon\"\n");
-    std::fs::write(&tests, text).unwrap();
-    let dump = dir.path().join("dump");
-    let o = localize_python(&project, &dump, &["--format", "json"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (r, stderr) = localize_session_state(
+        "\n\ndef test_upper():\n    assert canonical(\"EPSILON\") == \"epsilon\"\n",
+    );
     let why =
         "failing test tests/test_names.py::test_lower_input left out of the model: it passes \
                when re-run alone";
@@ -278,4 +256,23 @@ fn a_failing_test_that_passes_alone_is_left_out_of_the_model() {
         .find(|e| e["line"] == 10)
         .unwrap();
     assert!(fault["rank"].as_u64().unwrap() <= 3, "{}", r["ranking"]);
+}
+
+/// `localize --format json` (with experiments) on a copy of fixtures/python/session_state whose
+/// test file has `extra` appended: the report and stderr.
+fn localize_session_state(extra: &str) -> (Value, String) {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    copy_dir(&root().join("fixtures/python/session_state"), &project);
+    let tests = project.join("tests/test_names.py");
+    let text = std::fs::read_to_string(&tests).unwrap() + extra;
+    std::fs::write(&tests, text).unwrap();
+    let dump = dir.path().join("dump");
+    let o = localize_python(&project, &dump, &["--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}");
+    (serde_json::from_slice(&o.stdout).unwrap(), stderr)
 }
