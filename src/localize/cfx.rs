@@ -185,7 +185,7 @@ pub fn run_missing(
 }
 
 /// What the detail of a void experiment says when its test's control run passed.
-const NOT_REPRODUCED: &str = "passes when re-run alone with nothing flipped";
+pub const NOT_REPRODUCED: &str = "passes when re-run alone with nothing flipped";
 
 /// The tests whose control run passed (their failure does not reproduce when re-run alone), as
 /// the void experiments of `results` say.

@@ -729,18 +729,16 @@ fn without_unreproduced(
     Some(localize_excluding(dump, rules, &o2, &all).map(|mut r| {
         let notes = drop.iter().map(|&t| {
             format!(
-                "failing test {} left out of the model: it {NOT_REPRODUCED_NOTE}",
-                id(t)
+                "failing test {} left out of the model: it {} (it fails only in the traced \
+                 session, only under tracing, or is flaky): its experiments were void",
+                id(t),
+                cfx::NOT_REPRODUCED
             )
         });
         r.warnings.splice(0..0, notes);
         r
     }))
 }
-
-/// Why a failing test was left out after its control run passed.
-const NOT_REPRODUCED_NOTE: &str = "passes when re-run alone with nothing flipped (it fails only \
-     in the traced session, only under tracing, or is flaky): its experiments were void";
 
 fn localize_excluding(
     dump: &Dump,

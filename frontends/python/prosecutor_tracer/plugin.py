@@ -420,6 +420,7 @@ def pytest_runtest_makereport(item, call):
     if st.running == item.nodeid:
         _subtest_report(st, item, call, rep)
         return
+    sub = st.subtest_failure.pop(item.nodeid, None)
     if hasattr(rep, "wasxfail") or rep.skipped:
         st.current = None
         if st.mode == "flip":
@@ -427,7 +428,6 @@ def pytest_runtest_makereport(item, call):
         return
     rec, dur = getattr(st, "current", (None, 0.0)) or (None, 0.0)
     st.current = None
-    sub = st.subtest_failure.pop(item.nodeid, None)
     failed = rep.failed or sub is not None
     t = {"id": item.nodeid, "outcome": "fail" if failed else "pass", "duration_ms": int(dur * 1000), "rec": None}
     if not rep.failed and sub is not None:
@@ -443,8 +443,7 @@ def pytest_runtest_makereport(item, call):
         t["failure_kind"] = "timeout" if timed_out else ("assertion" if isinstance(exc, AssertionError) else "exception")
         t["failure"] = _exc_text(call.excinfo)
         if rec is not None and rec.nsteps:
-            origin = rec.origins.get(id(exc)) if exc is not None else None
-            step = origin[0] if origin is not None and origin[1] == exc_signature(exc) else None
+            step = _origin_step(rec, exc)
             if step is None or step < 0 or step >= min(rec.nsteps, st.step_cap):
                 step = min(rec.nsteps, st.step_cap) - 1
             t["failure_step"] = step
@@ -474,6 +473,12 @@ def pytest_runtest_makereport(item, call):
     st.tests.append(t)
 
 
+def _origin_step(rec, exc):
+    """The step of test record `rec` where exception `exc` arose, if the tracer saw it."""
+    origin = rec.origins.get(id(exc)) if exc is not None else None
+    return origin[0] if origin is not None and origin[1] == exc_signature(exc) else None
+
+
 def _subtest_report(st, item, call, rep):
     """A report made while the test's call phase still runs is a subtest's (`self.subTest` of
     unittest, pytest's `subtests` fixture; pytest >= 9 reports each through
@@ -486,8 +491,9 @@ def _subtest_report(st, item, call, rep):
     cur = st.tracer.cur
     step = -1
     if cur is not None and cur.nsteps:
-        origin = cur.origins.get(id(exc)) if exc is not None else None
-        step = origin[0] if origin is not None and origin[1] == exc_signature(exc) else cur.nsteps - 1
+        step = _origin_step(cur, exc)
+        if step is None:
+            step = cur.nsteps - 1
     kind = "assertion" if isinstance(exc, AssertionError) else "exception"
     st.subtest_failure[item.nodeid] = (kind, _exc_text(call.excinfo), max(step, 0))
 
