@@ -104,7 +104,9 @@ pub struct ModelArgs {
     /// Maximum number of passing traces in the F∪P model.
     #[arg(long, default_value_t = 10)]
     pub passing: usize,
-    /// Refuse (exit 2) to build a model over more trace steps than this (after compression).
+    /// Step budget of a model (after compression): the failing traces are taken smallest first,
+    /// then the passing ones, while they fit; what does not fit is left out with a warning, and
+    /// when no failing trace fits the ranking is the spectrum likelihood alone.
     #[arg(long)]
     pub max_steps: Option<usize>,
     /// Number of counterfactual experiments (most suspicious branch instances).

@@ -70,9 +70,10 @@ pub struct EvalArgs {
     /// Per-test time limit when tracing, in seconds (a case's `timeout` overrides it).
     #[arg(long, default_value_t = 10.0)]
     pub test_timeout: f64,
-    /// A PROSECUTOR variant whose model would hold more trace steps than this (after its
-    /// compression setting) is not run on that case and is reported as an error (a guard against
-    /// the `w/o compression` ablation on an endless loop); 0 = no limit.
+    /// Step budget of every PROSECUTOR variant's model (after its compression setting), as
+    /// `localize --max-steps`: traces that do not fit are left out with a warning, and a variant
+    /// in which no failing trace fits ranks by the spectrum likelihood alone (a guard against the
+    /// `w/o compression` ablation on an endless loop); 0 = no limit.
     #[arg(long, default_value_t = 2_000_000)]
     pub max_steps: usize,
 }

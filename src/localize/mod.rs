@@ -10,15 +10,16 @@ pub mod cfx;
 pub mod evidence;
 pub mod ranking;
 pub mod spectrum;
+pub mod traces;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::dump::{Dump, Role, StmtId};
+use crate::dump::{Dump, StmtId};
 use crate::epg::Epg;
 use crate::error::Error;
 use crate::forward::{Premises, TraceView, Vertex};
@@ -26,6 +27,9 @@ use crate::infer::{self, BpOptions, Convergence, Cpd, Dag, Marginals};
 use crate::pipeline::Rules;
 use cfx::{CfxOutcome, Experiment, ExperimentResult, RunOptions};
 use ranking::{Granularity, Ranked, Score, StmtScores};
+pub use traces::{
+    select_traces, views, PassingSelection, PASSING_BUDGET_FACTOR, PASSING_MIN_BUDGET,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -353,158 +357,10 @@ impl Model {
     }
 }
 
-/// How F∪P chooses its passing traces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PassingSelection {
-    /// Paper §4: most app methods shared with the failing traces first (ties: shorter).
-    Methods,
-    /// Greedy cover of the statements the failing traces executed: each pick adds the most
-    /// not-yet-covered statements (ties: shorter trace), then the most shared statements;
-    /// traces longer than the budget are skipped (docs/model.md, "Passing traces").
-    Coverage,
-}
-
-/// A passing trace longer than this many times the failing traces' steps (and than
-/// [`PASSING_MIN_BUDGET`]) is not used in F∪P by the coverage selection.
-pub const PASSING_BUDGET_FACTOR: usize = 2;
-pub const PASSING_MIN_BUDGET: usize = 50_000;
-
-/// The traces to analyse in each setting: (failing, passing for F∪P).
-pub fn select_traces(
-    dump: &Dump,
-    passing: usize,
-    how: PassingSelection,
-) -> (Vec<usize>, Vec<usize>) {
-    let failing: Vec<usize> = (0..dump.traces.len())
-        .filter(|&t| dump.failure_step(&dump.traces[t]).is_some())
-        .collect();
-    let candidates: Vec<usize> = (0..dump.traces.len())
-        .filter(|&t| dump.failure_step(&dump.traces[t]).is_none())
-        .collect();
-    let chosen = match how {
-        PassingSelection::Methods => by_methods(dump, &failing, candidates, passing),
-        PassingSelection::Coverage => by_coverage(dump, &failing, candidates, passing),
-    };
-    (failing, chosen)
-}
-
-fn by_methods(dump: &Dump, failing: &[usize], cands: Vec<usize>, passing: usize) -> Vec<usize> {
-    let methods = |t: usize| -> BTreeSet<u32> {
-        dump.traces[t]
-            .frames
-            .iter()
-            .map(|f| f.method)
-            .filter(|&m| dump.methods[m as usize].role == Role::App)
-            .collect()
-    };
-    let fm: BTreeSet<u32> = failing.iter().flat_map(|&t| methods(t)).collect();
-    let mut cands: Vec<(usize, usize, usize)> = cands
-        .into_iter()
-        .map(|t| {
-            (
-                methods(t).intersection(&fm).count(),
-                dump.traces[t].steps.len(),
-                t,
-            )
-        })
-        .filter(|c| c.0 > 0)
-        .collect();
-    cands.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    cands.into_iter().take(passing).map(|c| c.2).collect()
-}
-
-fn by_coverage(dump: &Dump, failing: &[usize], cands: Vec<usize>, passing: usize) -> Vec<usize> {
-    let app_stmts = |t: usize| -> BTreeSet<StmtId> {
-        dump.traces[t]
-            .steps
-            .iter()
-            .map(|s| s.stmt)
-            .filter(|&s| dump.methods[dump.stmts[s as usize].method as usize].role == Role::App)
-            .collect()
-    };
-    let target: BTreeSet<StmtId> = failing.iter().flat_map(|&t| app_stmts(t)).collect();
-    let failing_steps: usize = failing.iter().map(|&t| dump.traces[t].steps.len()).sum();
-    let budget = (PASSING_BUDGET_FACTOR * failing_steps).max(PASSING_MIN_BUDGET);
-    // (shared statements, steps, trace)
-    let mut pool: Vec<(BTreeSet<StmtId>, usize, usize)> = cands
-        .into_iter()
-        .filter(|&t| dump.traces[t].steps.len() <= budget)
-        .map(|t| {
-            let shared: BTreeSet<StmtId> = app_stmts(t).intersection(&target).copied().collect();
-            (shared, dump.traces[t].steps.len(), t)
-        })
-        .filter(|c| !c.0.is_empty())
-        .collect();
-    let mut covered: BTreeSet<StmtId> = BTreeSet::new();
-    let mut out = Vec::new();
-    while out.len() < passing && !pool.is_empty() {
-        let key = |c: &(BTreeSet<StmtId>, usize, usize)| {
-            let new = c.0.difference(&covered).count();
-            (
-                std::cmp::Reverse(new),
-                std::cmp::Reverse(c.0.len()),
-                c.1,
-                c.2,
-            )
-        };
-        let best = (0..pool.len()).min_by_key(|&i| key(&pool[i])).unwrap();
-        let (shared, _, t) = pool.swap_remove(best);
-        covered.extend(shared);
-        out.push(t);
-    }
-    out
-}
-
-/// The views of `traces` for a model (compressed when `o.compress`), checked against
-/// `o.max_steps`.
-fn model_views(dump: &Dump, traces: &[usize], o: &Options) -> Result<Vec<TraceView>, Error> {
-    let v = views(dump, traces, o.compress);
-    if let Some(max) = o.max_steps {
-        let n: usize = v
-            .iter()
-            .map(|v| {
-                v.keep
-                    .as_ref()
-                    .map_or(dump.traces[v.trace].steps.len(), |k| k.len())
-            })
-            .sum();
-        if n > max {
-            return Err(Error::Other(format!(
-                "{}: the model would hold {n} trace steps{}, more than the limit of {max} \
-                 (--max-steps)",
-                dump.dir.display(),
-                if o.compress {
-                    " after compression"
-                } else {
-                    " (uncompressed)"
-                }
-            )));
-        }
-    }
-    Ok(v)
-}
-
 /// Damping of the retry when undamped belief propagation does not converge.
 pub const RETRY_DAMPING: f64 = 0.5;
 /// Iterations after which an undamped run that has not converged is retried with damping.
 pub const UNDAMPED_MAX_ITER: usize = 200;
-
-/// Trace views, compressed or not.
-pub fn views(dump: &Dump, traces: &[usize], compress: bool) -> Vec<TraceView> {
-    traces
-        .iter()
-        .map(|&t| {
-            let tr = &dump.traces[t];
-            TraceView {
-                trace: t,
-                keep: compress.then(|| {
-                    crate::compress::compress(dump, tr, tr.steps.len(), dump.failure_step(tr))
-                }),
-            }
-        })
-        .collect()
-}
 
 /// The vertices a successful experiment's `cfx` vertex depends on (see [`CfxModel`]).
 fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec<Vertex> {
@@ -596,12 +452,17 @@ pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, 
             dump.dir.display()
         )));
     }
-    let traces: Vec<usize> = if o.mode == Mode::Fp {
-        failing.iter().chain(&passing).copied().collect()
+    let passing = if o.mode == Mode::Fp {
+        passing
     } else {
-        failing
+        Vec::new()
     };
-    let model = Model::build("F", dump, rules, &model_views(dump, &traces, o)?, o.heap)?;
+    let fit = traces::fit(dump, &failing, &passing, o);
+    if fit.failing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let traces: Vec<usize> = fit.failing.iter().chain(&fit.passing).copied().collect();
+    let model = Model::build("F", dump, rules, &fit.views(&traces), o.heap)?;
     let m = model.infer(dump, &[], &o.cpd, &o.bp)?;
     Ok(cfx::plan(
         dump,
@@ -755,6 +616,17 @@ fn localize_excluding(
             dump.dir.display()
         )));
     }
+    let fit = traces::fit(dump, &failing, &passing, o);
+    if fit.failing.is_empty() {
+        let mut w = fit.warnings;
+        w.push(format!(
+            "no failing trace fits --max-steps {}: the ranking is the spectrum likelihood alone \
+             (docs/model.md)",
+            o.max_steps.unwrap_or(0)
+        ));
+        return Ok(spectrum_report(dump, o, w, start));
+    }
+    let (failing, passing) = (fit.failing.clone(), fit.passing.clone());
     let fp_traces: Vec<usize> = failing.iter().chain(&passing).copied().collect();
     // The models (F, F∪P) are independent: they are built and inferred side by side.
     let mut specs: Vec<(&'static str, &[usize])> = Vec::new();
@@ -766,9 +638,7 @@ fn localize_excluding(
     }
     let built: Vec<Result<Model, Error>> = specs
         .par_iter()
-        .map(|&(name, traces)| {
-            Model::build(name, dump, rules, &model_views(dump, traces, o)?, o.heap)
-        })
+        .map(|&(name, traces)| Model::build(name, dump, rules, &fit.views(traces), o.heap))
         .collect();
     let models: Vec<Model> = built.into_iter().collect::<Result<_, _>>()?;
     // steps kept after compression, in the widest model (F∪P, or F alone)
@@ -881,7 +751,8 @@ fn localize_excluding(
         runs,
     };
     let steps = fp_traces.iter().map(|&t| dump.traces[t].steps.len()).sum();
-    let warnings = report_warnings(&convergence, &experiments);
+    let mut warnings = fit.warnings;
+    warnings.extend(report_warnings(&convergence, &experiments));
     Ok(Report {
         mode: o.mode,
         granularity: o.granularity,

@@ -343,3 +343,33 @@ fn bad_model_parameters_are_rejected() {
     let out = run(&["localize", &dump("leftpad_fig1"), "--damping", "1"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--max-steps` is a budget: the passing trace that does not fit is left out of F∪P, and when
+/// not even the failing trace fits the ranking is the spectrum likelihood, never an error; every
+/// trace left out is named in the warnings.
+#[test]
+fn max_steps_leaves_out_what_does_not_fit() {
+    let fig1 = dump("leftpad_fig1");
+    // 40 steps: testCase1 (passing) 17, testCase2 (failing) 23, neither loop compressible
+    let all = localize_json(&[&fig1, "--no-cfx", "--max-steps", "40"]);
+    assert_eq!(all["warnings"], serde_json::json!([]));
+    let f_only = localize_json(&[&fig1, "--no-cfx", "--max-steps", "30"]);
+    let w = f_only["warnings"].to_string();
+    assert!(
+        w.contains("1 passing trace(s) left out") && w.contains("testCase1"),
+        "{w}"
+    );
+    assert_eq!(
+        line(&f_only, 26).0,
+        1,
+        "the crash stays first in the F model"
+    );
+    let none = localize_json(&[&fig1, "--no-cfx", "--max-steps", "10"]);
+    let w = none["warnings"].to_string();
+    assert!(
+        w.contains("failing test StringUtils::testCase2 left out"),
+        "{w}"
+    );
+    assert!(w.contains("spectrum likelihood alone"), "{w}");
+    assert!(!none["ranking"].as_array().unwrap().is_empty());
+}
