@@ -1,6 +1,8 @@
 """AST instrumentation of app modules (under SRC), installed as an import hook.
 
-Every branch condition leaf is wrapped as ``__prosecutor_br__("<node id>", <expr>)``, every
+Every branch condition leaf is wrapped as ``__prosecutor_br__("<node id>", <expr>)`` (a
+condition with short-circuit operands is wrapped whole, for the statement deciding it, and each
+operand but the last as a leaf of its own), every
 value-context short-circuit operand as ``__prosecutor_sc__("<node id>", <expr>)`` and every
 ``for`` iterable as ``__prosecutor_it__("<node id>", <expr>)``.  The wrappers live in
 ``builtins`` (dunder names are not mangled inside classes) and report the outcome of each
@@ -88,8 +90,9 @@ builtins.__prosecutor_it__ = _it
 
 
 class _Wrapper(ast.NodeTransformer):
-    def __init__(self, wrap):
+    def __init__(self, wrap, wrap_loc=None):
         self.wrap = wrap
+        self.wrap_loc = wrap_loc or {}
 
     def visit(self, node):
         key = id(node)
@@ -100,13 +103,18 @@ class _Wrapper(ast.NodeTransformer):
             call = ast.Call(func=ast.Name(id=fn, ctx=ast.Load()), args=[ast.Constant(value=nid), node], keywords=[])
             for n in (call, call.func, call.args[0]):
                 ast.copy_location(n, node)
+            loc = self.wrap_loc.get(key)
+            if loc is not None:
+                # a whole short-circuit condition: its CALL, run after the operands, must map
+                # to the statement deciding it, not to the operand the condition starts with
+                call.lineno, call.col_offset, call.end_lineno, call.end_col_offset = loc
             return call
         return node
 
 
 def instrument_tree(tree, facts):
     """Wrap the expressions listed in facts.wrap (computed on this very tree)."""
-    new = _Wrapper(facts.wrap).visit(tree)
+    new = _Wrapper(facts.wrap, getattr(facts, "wrap_loc", None)).visit(tree)
     ast.fix_missing_locations(new)
     return new
 

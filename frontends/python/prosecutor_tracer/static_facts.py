@@ -317,6 +317,9 @@ class FileFacts:
         self.edges = set()          # (from, to, kind)
         self.loop_heads = set()
         self.wrap = {}              # id(ast expr) -> (wrapper name, node id)
+        # id(ast expr) -> (lineno, col, end_lineno, end_col) of the wrapper call when it must
+        # not carry the expression's own location (a whole short-circuit condition, see cond)
+        self.wrap_loc = {}
         self.warnings = []
         self.heap_access = {}       # node id -> [(var, attr, mode)] (heap.py)
         self.heap_info = {}         # node id -> run-time heap descriptor (heap.py)
@@ -501,9 +504,62 @@ class Analyzer:
     def _is_walrus(e, name):
         return any(isinstance(n, ast.NamedExpr) and n.target.id == name for n in ast.walk(e))
 
+    @staticmethod
+    def _short_circuit(e):
+        """Is condition `e` decided by short-circuit operands (`a or b`, `not (a and b)`)?"""
+        return isinstance(e, ast.BoolOp) or (
+            isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not) and isinstance(e.operand, ast.BoolOp))
+
+    @staticmethod
+    def _const_truth(e):
+        """The truth value of condition `e` when it cannot depend on run-time values (a constant
+        operand decides it: `x or True`), else None."""
+        if isinstance(e, ast.Constant):
+            return bool(e.value)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            t = Analyzer._const_truth(e.operand)
+            return None if t is None else not t
+        if isinstance(e, ast.BoolOp):
+            ts = [Analyzer._const_truth(v) for v in e.values]
+            if isinstance(e.op, ast.Or):
+                return True if True in ts else (False if all(t is False for t in ts) else None)
+            return False if False in ts else (True if all(t is True for t in ts) else None)
+        return None
+
     def cond(self, m, e, T, F, final, stmt, suffix):
         """Control flow of a condition deciding between T and F. `final` is the statement node
-        that evaluates the last leaf (None: every leaf is a pseudo-statement)."""
+        that evaluates the last leaf (None: every leaf is a pseudo-statement).
+
+        A condition with short-circuit operands (`if a or b:`, `not (a and b)`, the test of
+        `x if a or b else y`) is decided by one node for the WHOLE condition: the statement
+        (`final`), or for a ternary test a `:if` pseudo-statement over the test.  Every operand
+        but the last is a pseudo-statement whose deciding outcome goes to that node (`a` true in
+        `a or b`), the other to the next operand; the last operand is evaluated by that node.
+        The instrumentation wraps the whole condition, so the node's outcome is the truth value
+        of the condition whichever operand decided it, and flipping it inverts the condition."""
+        if self.instrument and self._short_circuit(e):
+            if final is not None:
+                node = self.f.nodes[final]
+            else:
+                node = self.pseudo(m, e, suffix, stmt, BR)
+            const = self._const_truth(e)
+            node.tsucc = T if const is not False else None
+            node.fsucc = F if const is not True else None
+            if const is None:
+                node.wrapped = True
+                self.f.wrap[id(e)] = (BR, node.id)
+                # the wrapper call (its CALL instruction, after the operands) maps to the node,
+                # not to the first operand whose region starts where the condition starts
+                first = e.operand if isinstance(e, ast.UnaryOp) else e
+                first = first.values[0]
+                self.f.wrap_loc[id(e)] = (first.end_lineno, first.end_col_offset, e.end_lineno, e.end_col_offset)
+            # (a constant condition: the statement is not wrapped, its outcome is inferred; a
+            # ternary's `:if` stays wrapped, as a constant ternary test is)
+            if node.tsucc is not None:
+                self.edge(node.id, node.tsucc)
+            if node.fsucc is not None:
+                self.edge(node.id, node.fsucc)
+            return self.operands(m, e, node.id, node.id, True, stmt, suffix)
         if self.instrument and isinstance(e, ast.BoolOp):
             sfx = "and" if isinstance(e.op, ast.And) else "or"
             cont = self.cond(m, e.values[-1], T, F, final, stmt, sfx)
@@ -533,6 +589,35 @@ class Analyzer:
         if node.fsucc is not None:
             self.edge(node.id, node.fsucc)
         return self.vchain(m, e, node.id, stmt)
+
+    def operands(self, m, e, T, F, last, stmt, suffix):
+        """Operands of a short-circuit condition decided by node T == F (see cond): `e` true
+        goes to T, false to F; `last`: e ends with the condition's last operand, which the
+        deciding node evaluates itself."""
+        if isinstance(e, ast.BoolOp):
+            sfx = "and" if isinstance(e.op, ast.And) else "or"
+            cont = self.operands(m, e.values[-1], T, F, last, stmt, sfx)
+            for op in reversed(e.values[:-1]):
+                if sfx == "and":
+                    cont = self.operands(m, op, cont, F, False, stmt, sfx)
+                else:
+                    cont = self.operands(m, op, T, cont, False, stmt, sfx)
+            return cont
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not) and isinstance(e.operand, ast.BoolOp):
+            return self.operands(m, e.operand, F, T, last, stmt, suffix)
+        if last:
+            return self.vchain(m, e, T, stmt)
+        p = self.pseudo(m, e, suffix, stmt, BR)
+        if isinstance(e, ast.Constant):
+            p.tsucc = T if e.value else None
+            p.fsucc = None if e.value else F
+        else:
+            p.tsucc, p.fsucc = T, F
+        if p.tsucc is not None:
+            self.edge(p.id, p.tsucc)
+        if p.fsucc is not None:
+            self.edge(p.id, p.fsucc)
+        return self.vchain(m, e, p.id, stmt)
 
     # ------------------------------------------------------------ statements
     def block(self, m, stmts, follow, ctx):

@@ -117,7 +117,7 @@ class TestTimeout(BaseException):
 
 class FrameRec:
     __slots__ = ("fid", "method", "pyframe", "call_step", "last_step", "node", "prev", "off",
-                 "pending", "posmap", "binds", "exc")
+                 "pending", "posmap", "binds", "exc", "chained")
 
     def __init__(self, method, pyframe, call_step, posmap):
         self.fid = None
@@ -132,6 +132,11 @@ class FrameRec:
         self.posmap = posmap
         self.binds = None
         self.exc = -1             # instruction offset of the last exception seen since the last step
+        # the current step was begun by a condition wrapper (the node after a short-circuit
+        # operand: the next operand or the statement deciding the condition), not by an
+        # instruction: instructions of the statement's earlier operands still to run (the
+        # operand's jump) belong to that operand and begin no step
+        self.chained = False
 
 
 class TestRecord:
@@ -173,6 +178,7 @@ class Registry:
         self.node_index = {}
         self.branch_ids = set()
         self.eager = {}
+        self.stmt_of = {}         # pseudo-statement id -> its statement (and a statement -> itself)
         self._real = {}
 
     def real(self, path):
@@ -266,6 +272,7 @@ class Registry:
         if facts is not None:
             self.node_index.update(facts.nodes)
             for nid, n in facts.nodes.items():
+                self.stmt_of[nid] = n.stmt
                 if n.kind == "branch":
                     self.branch_ids.add(nid)
                     # pseudo-statements followed by another node of the same statement
@@ -522,6 +529,7 @@ class Tracer:
         cap = self.step_cap
         slow_step = self.step
         eager = self.reg.eager
+        stmt_of = self.reg.stmt_of
 
         def local(frame, event, arg):
             try:
@@ -535,11 +543,13 @@ class Tracer:
                     nid = pm.get(off)
                     if nid is None:
                         return local
-                    if nid != rec.node or off < rec.off:
+                    if (nid != rec.node or off < rec.off) and not (
+                            rec.chained and off > rec.off and nid in stmt_of
+                            and stmt_of[nid] == stmt_of.get(rec.node)):
                         cur = tracer.cur
                         st = tracer.stack
                         if (nid in eager and eager[nid] == rec.node and cur is not None
-                                and st and st[-1] is rec):
+                                and st and st[-1] is rec and not rec.chained):
                             # an operand of the statement whose step has just begun
                             tracer._relabel(rec, nid)
                         elif (cur is not None and st and st[-1] is rec and rec.fid is not None
@@ -557,6 +567,7 @@ class Tracer:
                             rec.prev = prev
                             rec.node = nid
                             rec.exc = -1
+                            rec.chained = False
                             idx = cur.nsteps
                             cur.nsteps = idx + 1
                             cur.steps_node.append(nid)
@@ -716,6 +727,7 @@ class Tracer:
         rec.prev = prev
         rec.node = nid
         rec.exc = -1
+        rec.chained = False
         rec.pending = nid in self.reg.branch_ids
         if cur.nsteps >= self.step_cap:
             cur.truncated = True
@@ -751,7 +763,7 @@ class Tracer:
         try:
             n = rec.method.facts.nodes[nid]
             if not (rec.node == nid and rec.pending):
-                if rec.node is not None and rec.node == n.stmt and rec.node != nid:
+                if rec.node is not None and rec.node == n.stmt and rec.node != nid and not rec.chained:
                     self._relabel(rec, nid)
                 else:
                     self.step(rec, nid)
@@ -763,12 +775,16 @@ class Tracer:
             if rec.last_step is not None and rec.node == nid:
                 cur.branch[rec.last_step] = 1 if outcome else 0
             rec.pending = False
+            rec.chained = False
             succ = n.tsucc if outcome else n.fsucc
             if succ and len(succ) == 1:
                 (s,) = succ
                 sn = rec.method.facts.nodes.get(s)
                 if sn is not None and s != nid and sn.stmt == n.stmt:
+                    # the next operand, or the statement deciding the condition (which
+                    # records its own step with the whole condition's outcome)
                     self.step(rec, s)
+                    rec.chained = True
         except Exception as e:
             self.errors.append(f"branch: {type(e).__name__}: {e}")
         return outcome

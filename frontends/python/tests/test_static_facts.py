@@ -209,10 +209,12 @@ def test_short_circuit_and_ternary_pseudo_statements():
     p_a = min(pa, key=lambda n: n.col)
     p_b = max(pa, key=lambda n: n.col)
     x1 = node_at(f, 4)
-    # a false `a` skips `b` and goes to `c` (the statement decides on the last operand)
+    # a false `a` skips `b` and goes to `c` (evaluated by the statement); a true `b` decides
+    # the condition: it goes to the statement, which branches on the whole condition (issue 20)
     assert edges(f, p_a, p_b) and edges(f, p_a, s)
-    assert edges(f, p_b, x1) and edges(f, p_b, s)
+    assert edges(f, p_b, s) and not edges(f, p_b, x1)
     assert edges(f, s, x1) and edges(f, s, node_at(f, 5, "or"))
+    assert (sf.BR, s.id) in f.wrap.values()      # the whole condition is wrapped for s
     assert f.wrap and all(w[0] in (sf.BR, sf.SC) for w in f.wrap.values())
     t = node_at(f, 6, "if")
     assert t.kind == "branch" and edges(f, t, node_at(f, 6))
