@@ -424,10 +424,14 @@ class HeapRecorder:
 
     def frame_end(self, rec, frame):
         """The frame returns (or yields): a stale snapshot of its locals must not keep a
-        rebound local's old value alive while the frame object lives on (a traceback)."""
+        rebound or deleted local's old value alive while the frame object lives on (a
+        traceback, or a cycle through one: `except E as e` deletes `e` and `exc_info = None`
+        breaks a cycle, which a snapshot taken before would keep). Any snapshot is refreshed,
+        not only one a rebinding made dirty: a deletion (`del x`, the end of `except ... as
+        e`) is no step."""
         try:
             fs = self.frames.pop(rec.fid, None)
-            if fs is not None and fs.dirty and frame is not None:
+            if fs is not None and (fs.dirty or fs.snap) and frame is not None:
                 frame.f_locals
         except Exception as e:
             self._error(e)

@@ -525,3 +525,51 @@ def test_finalizer_run_while_a_wrapper_records_a_step(tmp_path):
     i = next(k for k, s in enumerate(steps) if h.stmts[s][5].startswith("if (tmp := None)"))
     assert h.stmts[steps[i + 1]][5] == "LOG.append(self.name)"
     assert any(j == i for (j, v, o, m) in h.rows[tr]) and any(j == i + 1 for (j, v, o, m) in h.rows[tr])
+
+
+def test_snapshot_does_not_keep_a_deleted_exception_alive(tmp_path):
+    """tornado `test_task_refcounting` failed only under tracing: the recorder read a frame's
+    locals while `except E as e:` had `e` bound; the end of the handler deletes `e` (no step, no
+    rebinding), so the snapshot kept the exception, whose traceback holds the frame, which holds
+    the snapshot: a cycle that reference counting no longer frees.  The snapshot is refreshed when
+    the frame returns."""
+    write(tmp_path, {
+        "src/exc.py": """
+            import weakref
+
+
+            class Boom(Exception):
+                pass
+
+
+            def catch(box):
+                try:
+                    raise Boom()
+                except Boom as e:
+                    box.append(weakref.ref(e))
+                return len(box)
+            """,
+        "tests/conftest.py": CONFTEST,
+        "tests/test_exc.py": """
+            import gc
+
+            from exc import catch
+
+
+            def test_exception_freed_by_refcounting():
+                gc.disable()
+                try:
+                    box = []
+                    assert catch(box) == 1
+                    assert box[0]() is None
+                finally:
+                    gc.enable()
+            """,
+    })
+    assert "1 passed" in run(tmp_path, traced=False).stdout
+    p = run(tmp_path)
+    h = Heap(tmp_path, p)
+    (t,) = h.manifest["test"]
+    assert t["outcome"] == "pass", p.stdout
+    (i, rows), = h.at("test_exception_freed_by_refcounting", "box.append(weakref.ref(e))")
+    assert any(v == "box" and m == "def" for (v, o, m) in rows), rows
