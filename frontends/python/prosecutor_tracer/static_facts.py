@@ -547,6 +547,7 @@ class Analyzer:
             node.fsucc = F if const is not True else None
             if const is None:
                 node.wrapped = True
+                node.code = True        # the wrapper's call runs as the node (see below)
                 self.f.wrap[id(e)] = (BR, node.id)
                 # the wrapper call (its CALL instruction, after the operands) maps to the node,
                 # not to the first operand whose region starts where the condition starts

@@ -178,7 +178,7 @@ class Registry:
         self.node_index = {}
         self.branch_ids = set()
         self.eager = {}
-        self.stmt_of = {}         # pseudo-statement id -> its statement (and a statement -> itself)
+        self.stmt_of = {}         # node id -> its statement (a statement -> itself)
         self._real = {}
 
     def real(self, path):
@@ -544,8 +544,10 @@ class Tracer:
                     if nid is None:
                         return local
                     if (nid != rec.node or off < rec.off) and not (
-                            rec.chained and off > rec.off and nid in stmt_of
-                            and stmt_of[nid] == stmt_of.get(rec.node)):
+                            rec.chained and off > rec.off
+                            and eager.get(nid, nid) == stmt_of.get(rec.node)):
+                        # (not: a later instruction of an operand the wrapper has moved past,
+                        # mapped to that operand or to the statement: see FrameRec.chained)
                         cur = tracer.cur
                         st = tracer.stack
                         if (nid in eager and eager[nid] == rec.node and cur is not None

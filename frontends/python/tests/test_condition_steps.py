@@ -68,10 +68,15 @@ SRC = """
 
     def label(a, b):
         return "x" if a or b else "y"
+
+
+    def one_line(a, b, c):
+        if (a and b) or c: return 1
+        return 2
     """
 
 TESTS = """
-    from cond import both, checked, classify, grade, label, negated, nested, scan
+    from cond import both, checked, classify, grade, label, negated, nested, one_line, scan
 
 
     def test_or_first_decides():
@@ -90,6 +95,7 @@ TESTS = """
         assert grade(0, 1, 0) == "B"
         assert checked(1, 0) == 1
         assert label(1, 0) == "x"
+        assert one_line(1, 1, 0) == 1
     """
 
 
@@ -188,6 +194,12 @@ def test_nested_not_while_elif_assert_ternary(proj):
     # label(1, 0): the ternary test is a `:if` pseudo-statement over the whole test
     op, t = stmt_id(d, 49, "or"), stmt_id(d, 49, "if")
     assert after(s, op)[:3] == [(op, 1), (t, 1), (stmt_id(d, 49), None)]
+    # one_line(1, 1, 0): two statements on a line are traced instruction by instruction; the
+    # operands' own jumps, run after their wrappers moved the step on, begin no step
+    if_ = stmt_id(d, 53)
+    a, b = sorted({x for (x, _) in s if x.startswith("cond.py:53:") and x.endswith(":and")},
+                  key=lambda i: int(i.split(":")[2]))
+    assert after(s, a)[:4] == [(a, 1), (b, 1), (if_, 1), ("cond.py:53:23", None)], s
 
 
 def flip(d, root, test, stmt, occ, name):
