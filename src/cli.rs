@@ -20,6 +20,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// parsed once per process: the size of `Localize` (all of localize's flags) does not matter
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Derive the error propagation graph (EPG) of a trace dump and print it.
@@ -217,6 +219,13 @@ pub struct TraceArgs {
     /// tests) are test code without it; the dump's warnings list every file so treated.
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Do not run the test command once without tracing first. The plain pre-run measures each
+    /// test: a test's time limit under tracing becomes at least 150 times its plain duration, and
+    /// tests whose outcome tracing changes (pass plainly, fail traced, or the reverse) are left
+    /// out of the dump with a warning. Skip it for suites too slow to run twice (also
+    /// `PROSECUTOR_PLAIN_RUN=0`, which `eval` honours).
+    #[arg(long)]
+    pub no_plain_run: bool,
     /// The test command, after `--` (e.g. `-- pytest tests/`).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -242,6 +251,8 @@ impl TraceArgs {
         o.max_passing = self.max_passing;
         o.step_cap = self.step_cap;
         o.test_globs = self.exclude.clone();
+        o.plain_run &= !self.no_plain_run;
+        o.progress = true;
         let s = crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))?;
         for w in s.warnings.iter().filter(|_| print_warnings) {
             eprintln!("warning: {w}");

@@ -11,7 +11,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The embedded Python package: (path relative to the package parent directory, contents).
 const PACKAGE: &[(&str, &str)] = &[
@@ -64,6 +64,13 @@ pub struct PythonTraceOptions {
     pub step_cap: usize,
     /// Globs (relative to `src`, or file names) of files under `src` that are test code.
     pub test_globs: Vec<String>,
+    /// Run the test command once without tracing first (the plain pre-run): each test's plain
+    /// duration raises its tracer time limit, and tests whose outcome tracing changes are left
+    /// out of the dump (docs/frontend-python.md "Plain pre-run"). Default: on, unless the
+    /// environment has `PROSECUTOR_PLAIN_RUN=0`.
+    pub plain_run: bool,
+    /// Print progress lines on stderr (when it is a terminal).
+    pub progress: bool,
 }
 
 impl PythonTraceOptions {
@@ -78,8 +85,26 @@ impl PythonTraceOptions {
             max_passing: 20,
             step_cap: 2_000_000,
             test_globs: Vec::new(),
+            plain_run: std::env::var("PROSECUTOR_PLAIN_RUN").map_or(true, |v| v.trim() != "0"),
+            progress: false,
         }
     }
+}
+
+/// What the plain pre-run measured.
+#[derive(Debug, Clone)]
+pub struct PlainRun {
+    /// Tests it recorded (skipped ones included).
+    pub tests: usize,
+    /// Its wall time (the whole command).
+    pub seconds: f64,
+}
+
+/// The plain pre-run's time limit per test: long enough to measure a test the tracer's limit
+/// would cut (the point of the pre-run), bounded so that a hanging test costs little more than
+/// under the tracer (0 = none, as for the tracer).
+fn plain_timeout(test_timeout: Duration) -> Duration {
+    test_timeout * 6
 }
 
 /// What a tracing run produced.
@@ -95,6 +120,8 @@ pub struct TraceSummary {
     pub traced: usize,
     /// Warnings of the tracer (unsupported constructs, modules imported too early, ...).
     pub warnings: Vec<String>,
+    /// The plain pre-run, if it ran and recorded tests.
+    pub plain_run: Option<PlainRun>,
 }
 
 /// Why tracing failed.
@@ -165,7 +192,32 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     let _ = std::fs::remove_file(&status_path);
     let pkg = install_package()?;
 
-    let output = run_command(opts, &cwd, &src, &out, &pkg, &status_path)?;
+    let plain_path = out.join(".prosecutor-plain.json");
+    let _ = std::fs::remove_file(&plain_path);
+    let mut env: Vec<(&str, OsString)> = vec![("PROSECUTOR_MODE", "trace".into())];
+    let mut plain_run = None;
+    if opts.plain_run {
+        if opts.progress {
+            crate::progress::note(false, "plain run: the test command without tracing ...");
+        }
+        match run_plain(opts, &cwd, &src, &out, &pkg, &status_path, &plain_path)? {
+            Ok(p) => {
+                if opts.progress {
+                    crate::progress::note(
+                        false,
+                        &format!("plain run: {} tests in {:.1} s", p.tests, p.seconds),
+                    );
+                }
+                env.push(("PROSECUTOR_PLAIN", plain_path.clone().into_os_string()));
+                env.push(("PROSECUTOR_PLAIN_WALL", format!("{:.3}", p.seconds).into()));
+                plain_run = Some(p);
+            }
+            Err(why) => env.push(("PROSECUTOR_PLAIN_ERROR", why.into())),
+        }
+    }
+    let output = run_command(opts, &cwd, &src, &out, &pkg, &status_path, &env);
+    let _ = std::fs::remove_file(&plain_path);
+    let output = output?;
     let status = match output.status.code() {
         Some(c) => c.to_string(),
         None => "killed by a signal".to_string(),
@@ -214,7 +266,63 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
         passing,
         traced: count("traced"),
         warnings,
+        plain_run,
     })
+}
+
+/// The plain pre-run: the test command once without tracing (`PROSECUTOR_MODE=plain`, same cwd
+/// and environment as the traced run), which writes each test's outcome and duration to
+/// `plain_path`. `Ok(Err(why))`: it gave no usable results (the traced run goes on without them
+/// and warns); `Err`: the command cannot be started at all.
+fn run_plain(
+    opts: &PythonTraceOptions,
+    cwd: &Path,
+    src: &Path,
+    out: &Path,
+    pkg: &Path,
+    status_path: &Path,
+    plain_path: &Path,
+) -> Result<Result<PlainRun, String>, FrontendError> {
+    let env: Vec<(&str, OsString)> = vec![
+        ("PROSECUTOR_MODE", "plain".into()),
+        ("PROSECUTOR_PLAIN_OUT", plain_path.as_os_str().to_owned()),
+        (
+            "PROSECUTOR_PLAIN_TIMEOUT",
+            format!("{}", plain_timeout(opts.test_timeout).as_secs_f64()).into(),
+        ),
+    ];
+    let start = Instant::now();
+    let output = run_command(opts, cwd, src, out, pkg, status_path, &env)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let status = match output.status.code() {
+        Some(c) => format!("exit status {c}"),
+        None => "killed by a signal".to_string(),
+    };
+    let text = match std::fs::read_to_string(plain_path) {
+        Ok(t) => t,
+        Err(_) => {
+            let tail = tail_of(&output);
+            let last: Vec<&str> = tail.lines().rev().take(3).collect();
+            let last: Vec<&str> = last.into_iter().rev().map(str::trim).collect();
+            return Ok(Err(format!(
+                "it wrote no results ({status}){}",
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", last.join(" | "))
+                }
+            )));
+        }
+    };
+    let v: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(format!("its results do not parse: {e}"))),
+    };
+    let tests = v["tests"].as_object().map_or(0, |t| t.len());
+    if tests == 0 {
+        return Ok(Err(format!("it recorded no test ({status})")));
+    }
+    Ok(Ok(PlainRun { tests, seconds }))
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -228,6 +336,7 @@ fn run_command(
     out: &Path,
     pkg: &Path,
     status_path: &Path,
+    env: &[(&str, OsString)],
 ) -> Result<Output, FrontendError> {
     let build = |argv: &[String]| {
         let mut c = Command::new(&argv[0]);
@@ -241,9 +350,17 @@ fn run_command(
             Ok(old) if !old.trim().is_empty() => format!("{old} -p prosecutor_tracer.plugin"),
             _ => "-p prosecutor_tracer.plugin".to_string(),
         };
+        for k in [
+            "PROSECUTOR_PLAIN",
+            "PROSECUTOR_PLAIN_OUT",
+            "PROSECUTOR_PLAIN_WALL",
+            "PROSECUTOR_PLAIN_ERROR",
+            "PROSECUTOR_PLAIN_TIMEOUT",
+        ] {
+            c.env_remove(k);
+        }
         c.env("PYTHONPATH", pythonpath)
             .env("PYTEST_ADDOPTS", addopts)
-            .env("PROSECUTOR_MODE", "trace")
             .env("PROSECUTOR_SRC", src)
             .env("PROSECUTOR_OUT", out)
             .env("PROSECUTOR_STATUS", status_path)
@@ -267,6 +384,9 @@ fn run_command(
         if std::env::var_os("PYTHONHASHSEED").is_none() {
             // the flip runs must see the same hash order as the traced run
             c.env("PYTHONHASHSEED", "0");
+        }
+        for (k, v) in env {
+            c.env(k, v);
         }
         c
     };
@@ -681,6 +801,136 @@ def test_negative():
             Err(FrontendError::NoTests { .. }) => {}
             other => panic!("expected NoTests, got {other:?}"),
         }
+    }
+
+    fn manifest(dump: &Path) -> toml::Value {
+        toml::from_str(&std::fs::read_to_string(dump.join("manifest.toml")).unwrap()).unwrap()
+    }
+
+    fn test_entry<'a>(m: &'a toml::Value, name: &str) -> Option<&'a toml::Value> {
+        m["test"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"].as_str().unwrap().ends_with(&format!("::{name}")))
+    }
+
+    /// The plain pre-run: a test that passes plainly but fails under tracing is left out of the
+    /// dump (no entry, no coverage) and named in the warnings; the genuine failures stay.
+    #[test]
+    fn plain_run_leaves_out_tests_that_fail_only_under_tracing() {
+        require_pytest();
+        let d = project();
+        let tests =
+            format!("{TESTS}\n\ndef test_untraced_only():\n    assert sys.gettrace() is None\n");
+        write(d.path(), "tests/test_stats.py", &tests);
+        let s = trace(&opts(d.path())).expect("trace");
+        let p = s.plain_run.as_ref().expect("the plain run ran");
+        assert_eq!(p.tests, 4);
+        assert_eq!((s.failing, s.passing), (2, 1));
+        let w: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains("fail only under tracing"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", s.warnings);
+        assert!(
+            w[0].starts_with("1 test(s) fail only under tracing and are left out")
+                && w[0].contains("test_untraced_only"),
+            "{w:?}"
+        );
+        let m = manifest(&s.dump);
+        assert!(test_entry(&m, "test_untraced_only").is_none());
+        assert_eq!(
+            test_entry(&m, "test_describe").unwrap()["outcome"].as_str(),
+            Some("fail")
+        );
+        assert!(!facts(&s.dump, "coverage.facts")
+            .iter()
+            .any(|r| r[0].ends_with("test_untraced_only")));
+        let notes = &m["notes"];
+        assert_eq!(notes["plain_run"].as_bool(), Some(true));
+        assert!(notes["plain_run_s"].as_float().unwrap() > 0.0);
+        assert_eq!(
+            notes["tracing_changed"].as_array().unwrap()[0].as_str(),
+            Some("tests/test_stats.py::test_untraced_only")
+        );
+        assert!(!s.dump.join(".prosecutor-plain.json").exists());
+        // without it, the test is a failing test of the dump
+        let mut o = opts(d.path());
+        o.plain_run = false;
+        let s = trace(&o).expect("trace");
+        assert!(s.plain_run.is_none());
+        assert_eq!(s.failing, 3);
+        assert_eq!(
+            manifest(&s.dump)["notes"]["plain_run"].as_bool(),
+            Some(false)
+        );
+    }
+
+    /// A failing test slower than the time limit in a plain run gets a limit from its plain
+    /// duration: it fails at its assertion, not where the tracer would have cut it.
+    #[test]
+    fn plain_run_lets_a_slow_failing_test_reach_its_failure() {
+        require_pytest();
+        let d = project();
+        let tests = TESTS.replace(
+            "def test_describe():\n",
+            "def test_describe():\n    import time\n    time.sleep(0.6)\n",
+        );
+        write(d.path(), "tests/test_stats.py", &tests);
+        let mut o = opts(d.path());
+        o.test_timeout = Duration::from_millis(500);
+        let s = trace(&o).expect("trace");
+        let m = manifest(&s.dump);
+        let t = test_entry(&m, "test_describe").unwrap();
+        assert_eq!(t["failure_kind"].as_str(), Some("assertion"), "{t:?}");
+        o.plain_run = false;
+        let s = trace(&o).expect("trace");
+        let m = manifest(&s.dump);
+        let t = test_entry(&m, "test_describe").unwrap();
+        assert_eq!(t["failure_kind"].as_str(), Some("timeout"), "{t:?}");
+    }
+
+    /// A plain run that writes nothing (it crashes) is a warning; the trace goes on without it.
+    #[test]
+    fn a_failed_plain_run_is_a_warning() {
+        require_pytest();
+        let d = project();
+        write(
+            d.path(),
+            "tests/conftest.py",
+            "import os\nif os.environ.get('PROSECUTOR_MODE') == 'plain':\n    os._exit(3)\n",
+        );
+        let s = trace(&opts(d.path())).expect("trace");
+        assert!(s.plain_run.is_none());
+        assert!(
+            s.warnings.iter().any(|w| w.starts_with("the plain run")
+                && w.contains("exit status 3")
+                && w.contains("traced without it")),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!((s.failing, s.passing), (2, 1));
+        let m = manifest(&s.dump);
+        assert_eq!(m["notes"]["plain_run"].as_bool(), Some(false));
+        assert!(m["notes"]["plain_run_error"]
+            .as_str()
+            .unwrap()
+            .contains("exit status 3"));
+    }
+
+    #[test]
+    fn plain_run_time_limit() {
+        assert_eq!(plain_timeout(Duration::ZERO), Duration::ZERO);
+        assert_eq!(
+            plain_timeout(Duration::from_secs(2)),
+            Duration::from_secs(12)
+        );
+        assert_eq!(
+            plain_timeout(Duration::from_secs(10)),
+            Duration::from_secs(60)
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 """pytest plugin (``-p prosecutor_tracer.plugin``) that traces the tests and writes a dump.
 
-It does nothing unless PROSECUTOR_MODE is set ("trace" or "flip"); see
-docs/frontend-python.md for the environment variables.
+It does nothing unless PROSECUTOR_MODE is set ("trace", "flip" or "plain"); see
+docs/frontend-python.md for the environment variables.  "plain" installs no import hook and
+no tracer: it only records each test's outcome and wall-clock duration (the driver's plain
+pre-run, read by the traced run through PROSECUTOR_PLAIN).
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ except ImportError:  # a driver whose embedded package lacks heap.py: no heap fa
 from .tracer import Registry, Tracer, TestTimeout, exc_signature
 
 _state = None
+
+# The tracer's time limit of a test whose plain duration is known is
+# max(PROSECUTOR_TEST_TIMEOUT, PLAIN_FACTOR x its plain duration): tracing is slower per test than
+# a plain run (measured on the fixtures and QuixBugs, docs/frontend-python.md "Plain pre-run"),
+# and a test cut by the tracer fails somewhere else than it does.
+PLAIN_FACTOR = 150.0
+
+_T_IMPORT = time.monotonic()   # the plugin is imported by `-p`, before conftests and collection
 
 
 def _env_float(name, default):
@@ -75,6 +85,21 @@ class State:
             flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
             self.flip_test = os.environ.get("PROSECUTOR_FLIP_TEST", "")
             self.flip_out = os.environ.get("PROSECUTOR_FLIP_OUT")
+        # the plain pre-run (PROSECUTOR_PLAIN, trace mode): node id -> {"outcome", "duration_s"}
+        self.plain, self.plain_error = _load_plain(os.environ.get("PROSECUTOR_PLAIN")) if mode == "trace" else (None, None)
+        if mode == "trace" and self.plain is None and not self.plain_error:
+            self.plain_error = os.environ.get("PROSECUTOR_PLAIN_ERROR") or None
+        self.plain_factor = _env_float("PROSECUTOR_PLAIN_FACTOR", PLAIN_FACTOR)
+        self.cur_timeout = self.timeout
+        self.first_test_at = None    # time.monotonic() when the first test's call phase began
+        if mode == "flip":
+            try:
+                fp = json.loads(os.environ.get("PROSECUTOR_FLIP_MATCH") or "null")
+                # the test's own tracer limit in the traced run (raised from its plain duration)
+                if isinstance(fp, dict) and self.timeout > 0 and float(fp.get("timeout") or 0) > self.timeout:
+                    self.timeout = float(fp["timeout"])
+            except (ValueError, TypeError):
+                pass
         self.flip_unmatched = None   # "test not matched: ..." when the flip test cannot be found
         self.flip_matched = None     # how it was found when its node id changed
         self.collect_errors = []
@@ -91,6 +116,19 @@ class State:
         self.checked = False
         self.patterns = ["test_*.py", "*_test.py"]
 
+    def timeout_for(self, nodeid):
+        """The tracer's time limit of one test: PROSECUTOR_TEST_TIMEOUT, raised to PLAIN_FACTOR x
+        the test's plain duration when the plain pre-run measured it (0 = none)."""
+        if self.timeout <= 0:
+            return 0.0
+        p = self.plain.get(nodeid) if self.plain else None
+        if p and p.get("outcome") in ("pass", "fail"):
+            try:
+                return max(self.timeout, self.plain_factor * float(p.get("duration_s") or 0.0))
+            except (TypeError, ValueError):
+                pass
+        return self.timeout
+
     # ------------------------------------------------------------ status
     def write_status(self, **kw):
         if not self.status_path:
@@ -103,10 +141,132 @@ class State:
             pass
 
 
+def _load_plain(path):
+    """(node id -> plain result, None), or (None, why not) when PROSECUTOR_PLAIN names no
+    readable plain-run file, or (None, None) without one."""
+    if not path:
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        tests = data["tests"]
+        if not isinstance(tests, dict):
+            raise ValueError("no tests")
+        return {str(k): v for k, v in tests.items() if isinstance(v, dict)}, None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return None, f"cannot read the plain run's results {path}: {e}"
+
+
+class PlainState:
+    """PROSECUTOR_MODE=plain: no import hook, no tracer; each test's outcome (classified as the
+    traced run classifies it: setup failures and failing subtests fail, skips and xfails are
+    skips) and the wall-clock duration of its call phase, written as JSON to PROSECUTOR_PLAIN_OUT:
+    {"version": 1, "tests": {node id: {"outcome": "pass"|"fail"|"skip"|"timeout",
+    "duration_s": float, "failure_kind": ...}}, "startup_s": ..., "wall_s": ...,
+    "timeout_s": ...}.  A test running past PROSECUTOR_PLAIN_TIMEOUT seconds is stopped
+    (outcome "timeout": its plain outcome is unknown)."""
+
+    mode = "plain"
+
+    def __init__(self):
+        self.out = os.environ.get("PROSECUTOR_PLAIN_OUT")
+        self.timeout = _env_float("PROSECUTOR_PLAIN_TIMEOUT", 60.0)
+        self.tests = {}
+        self.running = None
+        self.timed_out = False
+        self.current = None
+        self.subtest_failure = {}
+        self.first_test_at = None
+
+    def write(self):
+        if not self.out:
+            return
+        now = time.monotonic()
+        data = {"version": 1, "tests": self.tests, "timeout_s": self.timeout,
+                "startup_s": round((self.first_test_at or now) - _T_IMPORT, 6),
+                "wall_s": round(now - _T_IMPORT, 6)}
+        tmp = self.out + ".tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, self.out)
+        except OSError:
+            pass
+
+
+def _plain_alarm(signum, frame):
+    st = _state
+    if st is None or st.running is None:
+        return
+    st.timed_out = True
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    if frame is not None and _in_harness(frame.f_code.co_filename):
+        return
+    raise TestTimeout(f"test ran longer than {st.timeout:g} s (prosecutor plain run)")
+
+
+def _plain_call(st, item):
+    use_alarm = st.timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    old = None
+    if use_alarm:
+        old = signal.signal(signal.SIGALRM, _plain_alarm)
+        signal.setitimer(signal.ITIMER_REAL, st.timeout)
+    st.timed_out = False
+    t0 = time.monotonic()
+    if st.first_test_at is None:
+        st.first_test_at = t0
+    st.running = item.nodeid
+    try:
+        yield
+    finally:
+        st.running = None
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+        st.current = time.monotonic() - t0
+
+
+def _plain_report(st, item, call, rep):
+    """The outcome of one test as pytest_runtest_makereport classifies it in trace mode."""
+    nid = item.nodeid
+    if call.when == "setup":
+        if rep.failed:
+            st.tests[nid] = {"outcome": "fail", "duration_s": 0.0, "failure_kind": "setup"}
+        elif rep.skipped:
+            st.tests.setdefault(nid, {"outcome": "skip", "duration_s": 0.0})
+        return
+    if call.when != "call":
+        return
+    if st.running == nid:
+        # a subtest's report: the first failing one makes the test fail
+        if rep.failed and nid not in st.subtest_failure:
+            exc = call.excinfo.value if call.excinfo is not None else None
+            st.subtest_failure[nid] = "assertion" if isinstance(exc, AssertionError) else "exception"
+        return
+    sub = st.subtest_failure.pop(nid, None)
+    dur, st.current = st.current or 0.0, None
+    if hasattr(rep, "wasxfail") or rep.skipped:
+        r = {"outcome": "skip", "duration_s": dur}
+    elif rep.failed:
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(exc, TestTimeout) or st.timed_out:
+            r = {"outcome": "timeout", "duration_s": dur}
+        else:
+            r = {"outcome": "fail", "duration_s": dur,
+                 "failure_kind": "assertion" if isinstance(exc, AssertionError) else "exception"}
+    elif sub is not None:
+        r = {"outcome": "fail", "duration_s": dur, "failure_kind": sub}
+    else:
+        r = {"outcome": "pass", "duration_s": dur}
+    st.tests.setdefault(nid, r)
+
+
 def _early_setup():
     """Runs when pytest imports the plugin (`-p`), before any conftest.py: the import hook must
     be in place before a conftest imports the code under analysis."""
     mode = os.environ.get("PROSECUTOR_MODE")
+    if mode == "plain":
+        return PlainState()
     if mode not in ("trace", "flip"):
         return None
     st = State(None, mode)
@@ -165,13 +325,13 @@ def _checks(st, config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
-    if _state is not None:
+    if _state is not None and _state.mode != "plain":
         _checks(_state, early_config)
 
 
 def pytest_configure(config):
     st = _state
-    if st is None:
+    if st is None or st.mode == "plain":
         return
     st.config = config
     _checks(st, config)
@@ -215,7 +375,7 @@ def pytest_collectreport(report):
 
 def pytest_collection_modifyitems(session, config, items):
     st = _state
-    if st is None:
+    if st is None or st.mode == "plain":
         return
     for it in items:
         p = str(getattr(it, "path", None) or it.fspath)
@@ -369,7 +529,7 @@ def _alarm(signum, frame):
         # reported): an exception here would not fail the test but break its report. The
         # re-armed alarm tries again if the test is still running then.
         return
-    raise TestTimeout(f"test ran longer than {st.timeout if st else '?'} s (prosecutor timeout)")
+    raise TestTimeout(f"test ran longer than {st.cur_timeout:g} s (prosecutor timeout)")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -378,12 +538,18 @@ def pytest_runtest_call(item):
     if st is None:
         yield
         return
-    use_alarm = st.timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if st.mode == "plain":
+        yield from _plain_call(st, item)
+        return
+    st.cur_timeout = st.timeout_for(item.nodeid) if st.mode == "trace" else st.timeout
+    use_alarm = st.cur_timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     old = None
     if use_alarm:
         old = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, st.timeout)
+        signal.setitimer(signal.ITIMER_REAL, st.cur_timeout)
     t0 = time.monotonic()
+    if st.first_test_at is None:
+        st.first_test_at = t0
     st.tracer.start(item.nodeid, _root_code(item))
     st.running = item.nodeid
     try:
@@ -396,7 +562,7 @@ def pytest_runtest_call(item):
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
         rec = st.tracer.stop()
-        st.current = (rec, time.monotonic() - t0)
+        st.current = (rec, time.monotonic() - t0, st.cur_timeout)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -406,6 +572,9 @@ def pytest_runtest_makereport(item, call):
     if st is None:
         return
     rep = outcome.get_result()
+    if st.mode == "plain":
+        _plain_report(st, item, call, rep)
+        return
     if call.when == "setup":
         if rep.failed:
             st.by_id[item.nodeid] = t = {"id": item.nodeid, "outcome": "fail", "failure_kind": "exception",
@@ -426,10 +595,11 @@ def pytest_runtest_makereport(item, call):
         if st.mode == "flip":
             st.by_id.setdefault(item.nodeid, {"id": item.nodeid, "outcome": "pass", "skipped": True})
         return
-    rec, dur = getattr(st, "current", (None, 0.0)) or (None, 0.0)
+    rec, dur, limit = getattr(st, "current", None) or (None, 0.0, st.timeout)
     st.current = None
     failed = rep.failed or sub is not None
-    t = {"id": item.nodeid, "outcome": "fail" if failed else "pass", "duration_ms": int(dur * 1000), "rec": None}
+    t = {"id": item.nodeid, "outcome": "fail" if failed else "pass", "duration_ms": int(dur * 1000), "rec": None,
+         "timeout_s": limit}
     if not rep.failed and sub is not None:
         # the test body passed, a subtest failed: the first failing subtest is the failure
         t["match"] = _fingerprint(st, item)
@@ -513,6 +683,9 @@ def _exc_text(excinfo):
 def pytest_sessionfinish(session, exitstatus):
     st = _state
     if st is None:
+        return
+    if st.mode == "plain":
+        st.write()
         return
     if st.mode == "flip":
         _finish_flip(st)
@@ -633,8 +806,71 @@ def _select(st):
     return {id(t) for t in failing} | chosen
 
 
+def _ids(ts, n=10):
+    ids = [t["id"] if isinstance(t, dict) else t for t in ts]
+    return ", ".join(ids[:n]) + (" ..." if len(ids) > n else "")
+
+
+def _compare_plain(st):
+    """Compares each traced test's outcome with the plain pre-run's and returns the warnings.
+    A test whose outcome tracing changed (it passes plainly but fails or times out under the
+    tracer, or fails plainly but passes under it) is left out of st.tests: no trace, no
+    coverage, no outcome (kept, with a warning, if leaving them out would leave no failing
+    test). A test that fails plainly and was stopped by the tracer's timeout stays a failing
+    test with plain_outcome "fail"."""
+    st.tracing_changed, st.tracing_changed_kept = [], False
+    warnings = []
+    if st.plain is None:
+        return warnings
+    fail_only, pass_only, stopped = [], [], []
+    for t in st.tests:
+        p = st.plain.get(t["id"])
+        po = p.get("outcome") if p else None
+        if po not in ("pass", "fail"):
+            continue   # not run plainly, skipped, or stopped by the plain run's own timeout
+        t["plain_duration_ms"] = int(float(p.get("duration_s") or 0) * 1000)
+        if po == "pass" and t["outcome"] == "fail":
+            fail_only.append(t)
+        elif po == "fail" and t["outcome"] == "pass":
+            pass_only.append(t)
+        elif po == "fail" and t.get("failure_kind") == "timeout":
+            t["plain_outcome"] = "fail"
+            stopped.append(t)
+    st.tracing_changed = [t["id"] for t in fail_only + pass_only]
+    keep_fail_only = False
+    if fail_only:
+        gone = {id(t) for t in fail_only + pass_only}
+        keep_fail_only = not any(t["outcome"] == "fail" for t in st.tests if id(t) not in gone)
+    if keep_fail_only:
+        # leaving them out would leave nothing to localize: keep them, say so
+        st.tracing_changed_kept = True
+        for t in fail_only:
+            t["plain_outcome"] = "pass"
+        warnings.append(f"{len(fail_only)} test(s) fail only under tracing (they pass in a plain run) but are kept: "
+                        f"leaving them out would leave no failing test, and their failures may be the tracer's, "
+                        f"not the code's: " + _ids(fail_only))
+    elif fail_only:
+        warnings.append(f"{len(fail_only)} test(s) fail only under tracing and are left out (they pass in a "
+                        f"plain run; no trace, no coverage): " + _ids(fail_only))
+    if pass_only:
+        warnings.append(f"{len(pass_only)} test(s) pass only under tracing and are left out (they fail in a "
+                        f"plain run; no trace, no coverage): " + _ids(pass_only))
+    gone = {id(t) for t in (pass_only if keep_fail_only else fail_only + pass_only)}
+    if gone:
+        st.tests = [t for t in st.tests if id(t) not in gone]
+    if stopped:
+        warnings.append(f"{len(stopped)} failing test(s) were stopped by the tracer's time limit before they failed "
+                        f"(they fail in a plain run): their traces stop where the tracer stopped them, not at the "
+                        f"tests' failures; raise --test-timeout: "
+                        + ", ".join(f"{t['id']} ({t.get('timeout_s', st.timeout):g} s traced, "
+                                    f"{t['plain_duration_ms'] / 1000:g} s plain)" for t in stopped[:5])
+                        + (" ..." if len(stopped) > 5 else ""))
+    return warnings
+
+
 def write_dump(st):
     out = st.out
+    plain_warnings = _compare_plain(st)
     tests = st.tests
     selected = _select(st)
     # static facts: every app file under SRC, plus the test files that ran
@@ -746,11 +982,18 @@ def write_dump(st):
         st.reg.warnings.insert(0, f"{len(test_code)} file(s) under SRC treated as test code, not suspects: "
                                + shown + (" ..." if len(test_code) > 8 else ""))
     warnings = []
-    timeouts = [t["id"] for t in tests if t.get("failure_kind") == "timeout"]
+    if st.plain_error:
+        warnings.append(f"the plain run (the test command without tracing, to measure each test) gave no "
+                        f"results: {st.plain_error}; traced without it (time limit {st.timeout:g} s for every test, "
+                        f"tests whose outcome tracing changes are not detected)")
+    warnings += plain_warnings
+    timeouts = [t for t in tests if t.get("failure_kind") == "timeout" and t.get("plain_outcome") != "fail"]
     if timeouts:
-        warnings.append(f"{len(timeouts)} test(s) stopped after {st.timeout:g} s under tracing (tracing is "
+        limits = sorted({t.get("timeout_s", st.timeout) for t in timeouts})
+        shown = f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
+        warnings.append(f"{len(timeouts)} test(s) stopped after {shown} under tracing (tracing is "
                         f"much slower than a plain run; raise the timeout if they do not hang): "
-                        + ", ".join(timeouts[:5]) + (" ..." if len(timeouts) > 5 else ""))
+                        + _ids(timeouts, 5))
     untraced = _untraced(tests)
     if untraced:
         warnings.append(_untraced_warning(untraced))
@@ -761,6 +1004,25 @@ def write_dump(st):
     _write_manifest(st, entries, warnings)
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
             "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
+
+
+def _plain_notes(st):
+    """[notes] lines about the plain pre-run."""
+    lines = [f"plain_run = {'true' if st.plain is not None else 'false'}"]
+    wall = os.environ.get("PROSECUTOR_PLAIN_WALL")
+    if st.plain is not None and wall:
+        try:
+            lines.append(f"plain_run_s = {float(wall):.3f}")
+        except ValueError:
+            pass
+    if st.plain_error:
+        lines.append(f"plain_run_error = {_q(st.plain_error)}")
+    if st.plain is not None:
+        lines.append(f"plain_timeout_factor = {st.plain_factor:g}")
+        lines.append("tracing_changed = [" + ", ".join(_q(x) for x in st.tracing_changed) + "]")
+        if st.tracing_changed_kept:
+            lines.append("tracing_changed_kept = true")
+    return lines
 
 
 def _untraced(tests):
@@ -810,6 +1072,19 @@ def user_environment(environ=None):
     return out
 
 
+def _rerun_tests(st, entries):
+    """rerun.json "tests": the fingerprint of each parametrized failing test, and "timeout" for a
+    failing test whose tracer limit was raised from its plain duration (the flip re-run uses it)."""
+    out = {}
+    for (t, _) in entries:
+        m = dict(t["match"]) if t.get("match") else {}
+        if t["outcome"] == "fail" and st.timeout > 0 and t.get("timeout_s", st.timeout) > st.timeout:
+            m["timeout"] = t["timeout_s"]
+        if m:
+            out[t["id"]] = m
+    return out
+
+
 def _write_manifest(st, entries, warnings):
     argv = None
     raw = os.environ.get("PROSECUTOR_COMMAND")
@@ -824,12 +1099,17 @@ def _write_manifest(st, entries, warnings):
     user_env = user_environment()
     rerun_cfg = {"src": st.src, "cwd": st.cwd, "command": argv, "timeout": st.timeout,
                  "step_cap": st.step_cap, "test_globs": st.reg.test_globs, "pythonpath": pkg_parent, "env": user_env,
-                 "tests": {t["id"]: t["match"] for (t, _) in entries if t.get("match")}}
+                 "tests": _rerun_tests(st, entries)}
     cfg_path = os.path.abspath(os.path.join(st.out, "rerun.json"))
     with open(cfg_path, "w", encoding="utf-8") as fh:
         json.dump(rerun_cfg, fh, indent=1)
+    # An experiment re-runs one test traced (flip mode traces it as here, without heap recording),
+    # in a new process that starts pytest, imports through the instrumenting hook and collects
+    # again: its budget is the test's traced duration (not its plain one, which is shorter by
+    # the tracing factor) plus this run's measured start-up (plugin import to the first test).
     durations = [t.get("duration_ms", 0) for (t, _) in entries if t["outcome"] == "fail"]
-    timeout_ms = int(max([10_000] + [d * 10 + 5_000 for d in durations]))
+    startup_ms = int(((st.first_test_at or _T_IMPORT) - _T_IMPORT) * 1000)
+    timeout_ms = int(max([10_000] + [d * 10 + 5_000 + 2 * startup_ms for d in durations]))
     lines = [
         'format = "prosecutor-dump"',
         "version = 1",
@@ -851,6 +1131,8 @@ def _write_manifest(st, entries, warnings):
         f"src = {_q(st.src)}",
         f"step_cap = {st.step_cap}",
         f"test_timeout_s = {st.timeout}",
+        f"startup_ms = {startup_ms}",
+    ] + _plain_notes(st) + [
         "truncated_traces = [" + ", ".join(_q(t["id"]) for (t, tid) in entries if t.get("truncated")) + "]",
         "untraced_tests = [" + ", ".join(_q(x) for x in _untraced([t for (t, _) in entries])) + "]",
         "warnings = [" + ", ".join(_q(x) for x in warnings + (st.reg.warnings + st.tracer.errors)[:50]) + "]",
@@ -870,6 +1152,8 @@ def _write_manifest(st, entries, warnings):
             lines.append(f"failure = {_q(t['failure'])}")
         if t.get("duration_ms") is not None:
             lines.append(f"duration_ms = {int(t['duration_ms'])}")
+        if t.get("plain_outcome"):
+            lines.append(f"plain_outcome = {_q(t['plain_outcome'])}")
         if t.get("truncated"):
             lines.append(f"# note: trace truncated at the step cap ({st.step_cap} steps); coverage is complete")
         lines.append("")
