@@ -156,6 +156,8 @@ def test_a_slow_failing_test_is_traced_to_its_own_failure(tmp_path):
     with open(os.path.join(d.d, "rerun.json")) as fh:
         rr = json.load(fh)
     assert rr["tests"]["tests/test_slow.py::test_slow_failure"]["timeout"] > 0.6, rr["tests"]
+    r = d.flip(t["id"], "", 0, tmp_path / "control.json", base_env())
+    assert r["outcome"] == "fail" and "AssertionError" in r["detail"], r
 
 
 def test_a_failing_test_stopped_by_the_tracer_says_so(tmp_path):
