@@ -169,6 +169,9 @@ class PlainState:
     mode = "plain"
 
     def __init__(self):
+        # the traced run compiles app modules in memory: the plain run writes no __pycache__
+        # into the user's tree either
+        sys.dont_write_bytecode = True
         self.out = os.environ.get("PROSECUTOR_PLAIN_OUT")
         self.timeout = _env_float("PROSECUTOR_PLAIN_TIMEOUT", 60.0)
         self.tests = {}

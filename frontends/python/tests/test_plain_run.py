@@ -15,6 +15,7 @@ from test_defects import CONFTEST, PKG_PARENT, base_env, trace, write
 def plain_run(root, timeout="10", args=("tests",)):
     """The driver's plain pre-run: same environment as the traced run, PROSECUTOR_MODE=plain."""
     env = base_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)   # the plain run itself must not write __pycache__
     env["PYTHONPATH"] = PKG_PARENT
     env["PYTEST_ADDOPTS"] = "-p no:cacheprovider -p prosecutor_tracer.plugin"
     out = root / "plain.json"
@@ -99,6 +100,7 @@ def test_a_test_that_fails_only_under_tracing_is_left_out(tmp_path):
     assert "test_fails_only_under_tracing" in w[0] and "test_wall_clock" in w[0]
     assert any("fail only under tracing" in x for x in d.status["warnings"])
     assert (d.status["failing"], d.status["passing"]) == (1, 1)
+    assert not (tmp_path / "src" / "__pycache__").exists()
 
 
 def test_they_are_kept_when_no_other_test_fails(tmp_path):
