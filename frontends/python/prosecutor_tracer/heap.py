@@ -286,22 +286,114 @@ def _node_candidates(node, a):
     return w, rebinds
 
 
-def analyze(facts, ast_of):
+_SCOPE_STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _scopes(tree):
+    """id(AST node) -> the names a binding of that statement stores into a namespace slot
+    (a module global or a class attribute): None = every name it binds (module and class
+    bodies), else the names declared `global` in the enclosing function."""
+    out = {}
+
+    def globals_of(fn):
+        names = set()
+        stack = list(fn.body)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Global):
+                names.update(n.names)
+            if isinstance(n, _SCOPE_STOP):
+                continue
+            stack.extend(ast.iter_child_nodes(n))
+        return frozenset(names)
+
+    def walk(body, slots):
+        stack = list(body)
+        while stack:
+            n = stack.pop()
+            out[id(n)] = slots
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                walk(n.body, globals_of(n))
+                continue
+            if isinstance(n, ast.ClassDef):
+                walk(n.body, None)
+                continue
+            if isinstance(n, ast.Lambda):
+                continue
+            stack.extend(c for c in ast.iter_child_nodes(n)
+                         if isinstance(c, (ast.stmt, ast.ExceptHandler, ast.excepthandler))
+                         or type(c).__name__ == "match_case")
+
+    walk(tree.body, None)
+    return out
+
+
+_EMPTY_CALLS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter",
+                          "WeakValueDictionary", "WeakKeyDictionary", "WeakSet", "ChainMap"})
+
+
+def _empty_container(e):
+    """`{}`, `[]`, `set()`, `dict()`, `defaultdict(list)`, `deque()`, ...: a registry or cache,
+    filled later (its content is followed by object identity, not by its binding)."""
+    if isinstance(e, ast.Dict):
+        return not e.keys
+    if isinstance(e, (ast.List, ast.Set)):
+        return not e.elts
+    if isinstance(e, ast.Call) and not e.keywords:
+        f = e.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        if name in _EMPTY_CALLS:
+            return not e.args or (name == "defaultdict" and len(e.args) == 1)
+    return False
+
+
+def _slot_binds(a, rebinds, imm, node):
+    """The names statement `a` binds that are namespace slots and get a synthetic `def` row:
+    assignments (also augmented, annotated, `for` / `with` / `except` targets, walrus,
+    `del`), and a `def` with default values (its defaults are import-time values); not
+    imports, classes or `def`s without defaults (every call of a function would otherwise
+    link to its `def` line), nor a binding to an empty container (`_cache = {}`: the cache's
+    content is followed by object identity; its binding would tie with every statement that
+    reads the cache)."""
+    if isinstance(a, (ast.Import, ast.ImportFrom, ast.ClassDef)):
+        return set()
+    if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None and _empty_container(a.value):
+        return set()            # `_cache = {}`: a registry filled later, see _empty_container
+    if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = a.args
+        if not args.defaults and not any(d is not None for d in args.kw_defaults):
+            return set()
+    return (set(rebinds) | set(imm)) & set(node.defs)
+
+
+def analyze(facts, ast_of, tree=None):
     """Fill ``facts.heap_access`` (node id -> sorted [(var, attr, mode)], the rows of
     heap_access.facts) and ``facts.heap_info`` (node id -> run-time descriptor) from the AST
-    node each node was created from (``ast_of``: node id -> AST node)."""
+    node each node was created from (``ast_of``: node id -> AST node).  With the module's
+    `tree`, a binding of a module global or class attribute (a module / class body statement,
+    or a function's `global` name) also gets a `def` row: at run time it writes the synthetic
+    object of that namespace slot (:func:`slot_id`)."""
     access = {}
     info = {}
+    scopes = _scopes(tree) if tree is not None else {}
     for nid, node in facts.nodes.items():
         a = ast_of.get(nid)
         rows = set()
         rebinds = set()
         imm = set()
+        gdefs = ()
         if a is not None:
             try:
                 w, rebinds = _node_candidates(node, a)
                 if node.real:
                     imm = _immutable_rebinds(a) & rebinds
+                sa = a if node.real else ast_of.get(node.stmt, a)
+                if id(sa) in scopes:
+                    slots = scopes[id(sa)]
+                    g = _slot_binds(a, rebinds, imm, node)
+                    if slots is not None:
+                        g &= slots
+                    gdefs = tuple(sorted(g))
             except Exception as e:   # never fail the analysis of a file for this
                 facts.warnings.append(f"{facts.rel}:{node.line}: heap analysis failed: {type(e).__name__}: {e}")
                 continue
@@ -315,18 +407,20 @@ def analyze(facts, ast_of):
                 if v in node.uses:
                     rows.add((v, at, "use"))
         rows = sorted(rows)
-        if rows:
-            access[nid] = rows
-        if rows or rebinds:
-            info[nid] = _compile(rows, rebinds - imm, imm)
+        doc = sorted(set(rows) | {(v, "-", "def") for v in gdefs})
+        if doc:
+            access[nid] = doc
+        if rows or rebinds or gdefs:
+            info[nid] = _compile(rows, rebinds - imm, imm, gdefs)
     facts.heap_access = access
     facts.heap_info = info
 
 
-def _compile(rows, rebinds, imm):
-    """Run-time form: (groups, any_def, rebinds, imm); a group is
+def _compile(rows, rebinds, imm, gdefs=()):
+    """Run-time form: (groups, any_def, rebinds, imm, gdefs); a group is
     (var, root_def, root_use, attrs_def, attrs_use); `imm`: names the statement rebinds to
-    an immutable scalar, `rebinds`: the other names it rebinds."""
+    an immutable scalar, `rebinds`: the other names it rebinds, `gdefs`: the namespace slots
+    (module globals, class attributes) it binds."""
     g = {}
     for (v, at, mode) in rows:
         e = g.setdefault(v, [False, False, [], []])
@@ -336,7 +430,7 @@ def _compile(rows, rebinds, imm):
             e[2 if mode == "def" else 3].append(at)
     groups = tuple((v, e[0], e[1], tuple(e[2]), tuple(e[3])) for v, e in sorted(g.items()))
     any_def = any(e[0] or e[2] for e in g.values())
-    return (groups, any_def, tuple(sorted(rebinds)), tuple(sorted(imm)))
+    return (groups, any_def, tuple(sorted(rebinds)), tuple(sorted(imm)), tuple(gdefs))
 
 
 # ---------------------------------------------------------------------------- run-time side
@@ -385,25 +479,79 @@ def _inst_dict(v):
     return d
 
 
+# ---- namespace slots: module globals and class attributes as heap cells
+# A binding of a module global or a class attribute (`LIMIT = 10` in a module body,
+# `_VALID_URL = ...` in a class body, `global n; n = 0` in a function) is recorded as a
+# mutation of a synthetic object, one per (namespace, name), and a read of that global
+# (`LIMIT` in any function of the module, `mod.LIMIT`) or class attribute (`self._VALID_URL`
+# not shadowed by the instance, `cls.X`, `C.X`) as a use of it: the core then links the read
+# to the binding across frames (R_HEAP), as it does for mutable objects.  The ids are
+# SLOT_BASE + n: above every CPython id() (a user-space address, < 2**57 on 64-bit
+# platforms), stable for the whole run (the setup recording and every test share them).
+SLOT_BASE = 1 << 60
+_slots = {}              # ("m", module, name) / ("c", module, class qualname, name) -> id
+_type_mro = type.__dict__["__mro__"].__get__
+_type_dict = type.__dict__["__dict__"].__get__
+_type_qualname = type.__dict__["__qualname__"].__get__
+
+
+def slot_id(key, create=False):
+    """The synthetic object id of a namespace slot (None: never bound, when not `create`)."""
+    sid = _slots.get(key)
+    if sid is None and create:
+        sid = _slots[key] = SLOT_BASE + len(_slots)
+    return sid
+
+
+def _attr_slot(v, d, a):
+    """The namespace slot that reading attribute `a` of `v` (instance dict `d`) reads: the
+    module's global, or the class attribute found along the class's MRO (not for an instance
+    whose own __dict__ has `a`); None otherwise.  Runs no user code."""
+    try:
+        tp = type(v)
+        if issubclass(tp, types.ModuleType):
+            if d is not None and a in d:
+                return ("m", d.get("__name__"), a)
+            return None
+        if issubclass(tp, type):
+            chain = _type_mro(v)
+        else:
+            if d is not None and a in d:
+                return None
+            chain = _type_mro(tp)
+        for c in chain:
+            cd = _type_dict(c)
+            if a in cd:
+                key = ("c", cd.get("__module__"), _type_qualname(c), a)
+                hash(key)
+                return key
+    except Exception:
+        pass
+    return None
+
+
 class _Frame:
     """Per-frame state: ids of fast locals seen since their last rebinding (ints only), and
     whether f_locals was read and the snapshot may since hold a rebound local's old value."""
-    __slots__ = ("cache", "snap", "dirty", "kind")
+    __slots__ = ("cache", "snap", "dirty", "kind", "mod")
 
     def __init__(self, kind):
         self.cache = {}
         self.snap = False
         self.dirty = False
         self.kind = kind         # (optimized, cacheable fast locals, cell/free names)
+        self.mod = _MISSING      # the module's __name__ (namespace slots)
 
 
 class HeapRecorder:
     """Heap rows of one traced test: ``rows`` is a list of (step index, var, obj id, "def" /
     "use") in step order."""
 
-    def __init__(self):
+    def __init__(self, mutated=None):
         self.rows = []
-        self.mutated = set()     # ids of objects a def row recorded so far
+        # ids of objects a def row recorded so far (a test starts with those of the setup
+        # recording, which its trace begins with)
+        self.mutated = set(mutated) if mutated else set()
         self.frames = {}         # frame id -> _Frame
         self.kinds = {}          # method id -> (optimized, cacheable names, cell names)
         self.errors = []
@@ -436,11 +584,12 @@ class HeapRecorder:
         except Exception as e:
             self._error(e)
 
-    def finish(self, errors):
+    def finish(self, errors, keep_mutated=False):
         """The rows (the test ended); the recorder's own errors go to `errors`."""
         errors.extend(self.errors)
         self.frames = {}
-        self.mutated = set()
+        if not keep_mutated:
+            self.mutated = set()
         return self.rows
 
     def _error(self, e):
@@ -487,17 +636,63 @@ class HeapRecorder:
         except Exception as e:
             self._error(e)
 
+    def _slot_rows(self, fs, idx, groups, gdefs, frame, loc, out):
+        """Rows of namespace slots (module globals, class attributes): a use of every USE
+        variable that is a global (or, in a class body, a class attribute) bound earlier, and
+        a def of every slot the statement binds."""
+        mut = self.mutated
+        opt, fast, cells = fs.kind
+        g = frame.f_globals
+        mod = fs.mod
+        if mod is _MISSING:
+            mod = fs.mod = g.get("__name__")
+        cls = None
+        if not opt and loc is not None and loc is not g:
+            cls = (loc.get("__module__"), loc.get("__qualname__"))
+        if mut:
+            for (var, rdef, ruse, adef, ause) in groups:
+                if not ruse:
+                    continue
+                if opt:
+                    if var in fast or var in cells or var not in g:
+                        continue
+                    key = ("m", mod, var)
+                elif cls is not None and var in loc:
+                    key = ("c", cls[0], cls[1], var)
+                elif var in g:
+                    key = ("m", mod, var)
+                else:
+                    continue
+                sid = _slots.get(key)
+                if sid is not None and sid in mut:
+                    out.append((idx, var, sid, "use"))
+        for var in gdefs:
+            key = ("c", cls[0], cls[1], var) if cls is not None else ("m", mod, var)
+            try:
+                sid = slot_id(key, True)
+            except TypeError:       # an unhashable __module__ / __qualname__
+                continue
+            out.append((idx, var, sid, "def"))
+            mut.add(sid)
+
     def _record(self, fs, idx, info, frame):
-        groups, any_def, rebinds, imm = info
+        groups, any_def, rebinds, imm, gdefs = info
         mut = self.mutated
         loc = None
         opt, fast, cells = fs.kind
         if fs.dirty:
             loc = frame.f_locals        # refresh the snapshot (see frame_end)
             fs.dirty = False
+        slot_out = None
+        if gdefs or (mut and groups):
+            if not opt and loc is None:
+                loc = frame.f_locals    # a module / class body: its namespace (no snapshot)
+            if opt or type(loc) is dict:
+                slot_out = []
+                self._slot_rows(fs, idx, groups, gdefs, frame, loc, slot_out)
+        out = None
         if groups and (any_def or mut):
             cache = fs.cache
-            out = None
             new = None
             for (var, rdef, ruse, adef, ause) in groups:
                 if not mut and not (rdef or adef):
@@ -539,16 +734,24 @@ class HeapRecorder:
                                         if new is None:
                                             new = []
                                         new.append((var, xid))
-                            if mut:
-                                for a in ause:
-                                    x = d.get(a, _MISSING)
-                                    if x is not _MISSING:
-                                        xid = _mutable_id(x)
-                                        if xid in mut:
-                                            if out is None:
-                                                out = []
-                                            out.append((idx, var, xid, "use"))
-                            x = d = None
+                        if mut:
+                            for a in ause:
+                                x = d.get(a, _MISSING) if d is not None else _MISSING
+                                if x is not _MISSING:
+                                    xid = _mutable_id(x)
+                                    if xid in mut:
+                                        if out is None:
+                                            out = []
+                                        out.append((idx, var, xid, "use"))
+                                # a module global or class attribute read through the value
+                                sk = _attr_slot(v, d, a)
+                                if sk is not None:
+                                    sid = _slots.get(sk)
+                                    if sid is not None and sid in mut:
+                                        if out is None:
+                                            out = []
+                                        out.append((idx, var, sid, "use"))
+                        x = d = None
                     v = None
                 if oid:
                     if ruse and oid in mut:
@@ -565,22 +768,24 @@ class HeapRecorder:
                 for (var, oid) in new:
                     out.append((idx, var, oid, "def"))
                     mut.add(oid)
-            if out is not None:
-                if len(out) > 1:
-                    out = list(dict.fromkeys(out))
-                rows = self.rows
-                if rows and rows[-1][0] > idx:
-                    # user code ran during the evaluation above and recorded later steps: a
-                    # finalizer (`__del__`, weakref callback) run by the refresh of the locals
-                    # snapshot or by the garbage collector, traced when this step is recorded
-                    # by a condition wrapper (ordinary code, not a trace function): keep the
-                    # rows in step order
-                    i = len(rows)
-                    while i > 0 and rows[i - 1][0] > idx:
-                        i -= 1
-                    rows[i:i] = out
-                else:
-                    rows.extend(out)
+        if slot_out:
+            out = slot_out if out is None else out + slot_out
+        if out is not None:
+            if len(out) > 1:
+                out = list(dict.fromkeys(out))
+            rows = self.rows
+            if rows and rows[-1][0] > idx:
+                # user code ran during the evaluation above and recorded later steps: a
+                # finalizer (`__del__`, weakref callback) run by the refresh of the locals
+                # snapshot or by the garbage collector, traced when this step is recorded
+                # by a condition wrapper (ordinary code, not a trace function): keep the
+                # rows in step order
+                i = len(rows)
+                while i > 0 and rows[i - 1][0] > idx:
+                    i -= 1
+                rows[i:i] = out
+            else:
+                rows.extend(out)
         if loc is not None and opt and _SNAPSHOT:
             fs.snap = True
         if rebinds:

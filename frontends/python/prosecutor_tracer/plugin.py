@@ -100,6 +100,7 @@ class State:
                     self.timeout = float(fp["timeout"])
             except (ValueError, TypeError):
                 pass
+        self.setup = None            # the setup recording (tracer.TestRecord), see _start_setup
         self.flip_unmatched = None   # "test not matched: ..." when the flip test cannot be found
         self.flip_matched = None     # how it was found when its node id changed
         self.collect_errors = []
@@ -276,7 +277,57 @@ def _early_setup():
     st.patterns = ["test_*.py", "*_test.py"]
     instrument.set_tracer(st.tracer)
     st.finder = instrument.install(st.reg, st.patterns)
+    _start_setup(st)
     return st
+
+
+# The setup recording: import-time code of the app modules (module bodies, class bodies, and
+# what they call) runs when pytest imports them (conftests, collection), before and outside
+# every test. It is recorded from here until the first test's call phase, and every traced test's
+# trace begins with the segments (module bodies) relevant to it (docs/frontend-python.md,
+# "Import-time code").
+SETUP_CAP = 200_000
+
+
+def _start_setup(st):
+    if os.environ.get("PROSECUTOR_SETUP", "1").strip() == "0":
+        return
+    finder = st.finder
+
+    def root_ok(filename):
+        rp = st.reg.real(filename)
+        return bool(rp) and st.reg.is_app_path(rp) and not (finder is not None and finder.is_test_file(rp)) and not _is_test_file(st, rp)
+
+    keep = None
+    cap = _env_int("PROSECUTOR_SETUP_CAP", SETUP_CAP)
+    if st.mode == "flip":
+        # count only the segments the test's trace holds (rerun.json tests[ID].setup_segments)
+        try:
+            fp = json.loads(os.environ.get("PROSECUTOR_FLIP_MATCH") or "null")
+        except ValueError:
+            fp = None
+        keep = set()
+        if isinstance(fp, dict):
+            try:
+                keep = {int(k) for k in fp.get("setup_segments") or ()}
+            except (TypeError, ValueError):
+                keep = set()
+        cap = 10 ** 12
+    try:
+        st.tracer.start_setup(root_ok, cap, keep=keep, record_steps=(st.mode == "trace"))
+    except Exception as e:   # never break the test run
+        st.tracer.errors.append(f"setup recording: {type(e).__name__}: {e}")
+
+
+def _stop_setup(st):
+    """Ends the setup recording (the first test starts, or the session ends)."""
+    if st.tracer.setup_mode:
+        try:
+            st.setup = st.tracer.stop_setup()
+        except Exception as e:
+            st.tracer.errors.append(f"setup recording: {type(e).__name__}: {e}")
+            st.tracer.setup_mode = False
+            st.setup = None
 
 
 def _checks(st, config):
@@ -380,10 +431,16 @@ def pytest_collection_modifyitems(session, config, items):
     st = _state
     if st is None or st.mode == "plain":
         return
+    stale = False
     for it in items:
         p = str(getattr(it, "path", None) or it.fspath)
-        st.reg.test_files.add(os.path.realpath(p))
-    if st.reg.add_test_dirs(st.reg.test_files):
+        rp = os.path.realpath(p)
+        st.reg.test_files.add(rp)
+        if rp in st.reg.files and st.reg.files[rp] is None:
+            # looked up (as untraced) while the setup recording saw it imported
+            del st.reg.files[rp]
+            stale = True
+    if st.reg.add_test_dirs(st.reg.test_files) or stale:
         st.tracer.code_cache.clear()
     for it in items:
         # the file defining the function pytest calls is test code too (a mixin or base class
@@ -544,6 +601,7 @@ def pytest_runtest_call(item):
     if st.mode == "plain":
         yield from _plain_call(st, item)
         return
+    _stop_setup(st)
     st.cur_timeout = st.timeout_for(item.nodeid) if st.mode == "trace" else st.timeout
     use_alarm = st.cur_timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     old = None
@@ -690,6 +748,7 @@ def pytest_sessionfinish(session, exitstatus):
     if st.mode == "plain":
         st.write()
         return
+    _stop_setup(st)
     if st.mode == "flip":
         _finish_flip(st)
         return
@@ -871,11 +930,204 @@ def _compare_plain(st):
     return warnings
 
 
+# The synthetic root of a trace that begins with setup segments: one frame of a test-code method
+# with two statements, "import-time code" (the call step of every segment's module frame) and
+# "the test" (the call step of the test function's frame). A trace has one root frame
+# (docs/trace-format.md); the module bodies and the test are its callees, so neither returns
+# into the other and the test function's arguments are no callee arguments of a module's step.
+SETUP_FILE = "<prosecutor>"
+SETUP_METHOD = "<prosecutor>::<setup>"
+SETUP_STMT = "<prosecutor>:1:0"
+SETUP_TEST_STMT = "<prosecutor>:2:0"
+
+
+def _method_file(mid):
+    return mid.rpartition("::")[0]
+
+
+def _inert(node, m=None):
+    """An import-time statement whose step reads and writes nothing the recording follows
+    (see _Setup): with heap recording, a statement without any heap_access row (no use, no
+    namespace slot or object it defines: a docstring, an import, a `def` without decorators or
+    defaults, `_cache = {}`); without, a `nop`, an import or such a `def`."""
+    if node is None or not node.real or node.kind == "branch":
+        return False
+    if node.kind == "nop":
+        return True
+    if m is not None and _heap is not None and _heap.ENABLED:
+        return not m.facts.heap_access.get(node.id)
+    t = node.text or ""
+    if t.startswith(("import ", "from ")):
+        return True
+    return t.startswith(("def ", "async def ")) and not node.uses and "=" not in t
+
+
+class _Segment:
+    __slots__ = ("k", "s0", "s1", "f0", "f1", "root", "files", "coverage", "edges", "heap")
+
+
+class _Setup:
+    """The setup recording cut into segments (one per module body that began with nothing
+    traced), and the trace prefix of a set of segments.
+
+    Inert import-time steps are left out (of the prefix and of the coverage): in a module or
+    class body, a statement that reads no variable and binds nothing a heap row follows (a
+    docstring, an `import`, a `def` without decorators or default values, `_cache = {}`; see
+    _inert), when its step opens no frame (an `import` running a module's body for the first
+    time stays). Their values reach nothing, and in every failing trace they would sit at the
+    prior, above real suspects that the evidence exonerates in part."""
+
+    def __init__(self, rec, reg):
+        import bisect
+        import types as _types
+        self.truncated = bool(rec.truncated)
+        n = len(rec.steps_node)
+        methods = {}
+        for f in list(reg.files.values()):
+            if f is not None:
+                for m in f.methods:
+                    methods[m.id] = m
+        opened = {cs for (_, _, cs) in rec.frames if cs is not None}
+        body = {}
+        keep = [True] * n
+        for i in range(n):
+            if i in opened:
+                continue
+            mid = rec.frames[rec.steps_frame[i]][1]
+            b = body.get(mid)
+            if b is None:
+                m = methods.get(mid)
+                b = body[mid] = m is not None and m.params is None   # a module or class body
+            if b and _inert(reg.node_index.get(rec.steps_node[i]), methods.get(mid)):
+                keep[i] = False
+        newi = [0] * (n + 1)
+        c = 0
+        for i in range(n):
+            newi[i] = c
+            if keep[i]:
+                c += 1
+        newi[n] = c
+        used = [False] * len(rec.frames)
+        for i in range(n):
+            if keep[i]:
+                used[rec.steps_frame[i]] = True
+        newf = [0] * (len(rec.frames) + 1)
+        c = 0
+        for fid in range(len(rec.frames)):
+            newf[fid] = c
+            if used[fid]:
+                c += 1
+        newf[len(rec.frames)] = c
+        cr = _types.SimpleNamespace()
+        cr.steps_node = [rec.steps_node[i] for i in range(n) if keep[i]]
+        cr.steps_frame = [newf[rec.steps_frame[i]] for i in range(n) if keep[i]]
+        cr.frames = [(newf[fid], mid, None if cs is None else newi[cs])
+                     for (fid, mid, cs) in rec.frames if used[fid]]
+        cr.branch = {newi[i]: b for i, b in rec.branch.items() if i < n and keep[i]}
+        cr.binds = [(newi[cs], newf[fid], formal, actual) for (cs, fid, formal, actual) in rec.binds
+                    if fid < len(rec.frames) and used[fid] and cs < n]
+        heap_rows = [(newi[i], v, o, m) for (i, v, o, m) in (rec.heap or []) if i < n and keep[i]]
+        hidx = [r[0] for r in heap_rows]
+        self.rec = cr
+        self.segments = []
+        segs = list(rec.segments)
+        for j, (k, s0, f0, root) in enumerate(segs):
+            s1 = segs[j + 1][1] if j + 1 < len(segs) else n
+            f1 = segs[j + 1][2] if j + 1 < len(segs) else len(rec.frames)
+            if s1 <= s0:
+                continue
+            g = _Segment()
+            g.k, g.root = k, root
+            g.s0, g.s1, g.f0, g.f1 = newi[s0], newi[min(s1, n)], newf[f0], newf[min(f1, len(rec.frames))]
+            if g.s1 <= g.s0:
+                continue
+            g.files = {_method_file(mid) for (_, mid, _) in rec.frames[f0:f1]}
+            g.coverage = {rec.steps_node[i] for i in range(s0, s1) if keep[i]}
+            g.edges = set()
+            last = {}
+            for i in range(s0, s1):
+                if not keep[i]:
+                    continue
+                fid = rec.steps_frame[i]
+                p = last.get(fid)
+                if p is not None:
+                    g.edges.add((rec.steps_node[p], rec.steps_node[i]))
+                last[fid] = i
+            g.heap = heap_rows[bisect.bisect_left(hidx, g.s0):bisect.bisect_left(hidx, g.s1)]
+            self.segments.append(g)
+        if self.truncated and self.segments:
+            # the segment the cap cut: a flip re-run could not number its evaluations as the
+            # dump does (it runs to its end); left out of every trace
+            self.segments.pop()
+        # object (a namespace slot, a mutated object) -> the segments whose steps mutated it
+        self.def_segs = {}
+        for g in self.segments:
+            for (_, _, o, m) in g.heap:
+                if m == "def":
+                    self.def_segs.setdefault(o, set()).add(g.k)
+        self.modules = sum(1 for (_, mid, _) in rec.frames if mid.endswith("::<module>"))
+        self.steps = len(cr.steps_node)
+        self._cache = {}
+
+    def for_test(self, t, heap_rows=()):
+        """The segments relevant to a test: one of the segment's frames is of a file some
+        method of the test's trace belongs to, or the test reads an object (a module global,
+        a class attribute, a mutated object) the segment's steps mutated."""
+        if SETUP_SCOPE == "all":
+            return self.segments
+        files = {_method_file(m) for m in t.get("methods", ())}
+        ks = set()
+        ds = self.def_segs
+        for (_, _, o, m) in heap_rows:
+            if m == "use" and o in ds:
+                ks |= ds[o]
+        return [g for g in self.segments if g.k in ks or g.files & files]
+
+    def prefix(self, segs):
+        """(steps_node, steps_frame, frames, branch, binds, heap rows) of the trace prefix:
+        the synthetic root's first step, the segments renumbered, the root's test step."""
+        key = tuple(g.k for g in segs)
+        p = self._cache.get(key)
+        if p is not None:
+            return p
+        rec = self.rec
+        nodes, fr_of, frames, branch, binds, heap = [SETUP_STMT], [0], [(0, SETUP_METHOD, None)], {}, [], []
+        for g in segs:
+            soff = len(nodes) - g.s0
+            foff = len(frames) - g.f0
+            nodes.extend(rec.steps_node[g.s0:g.s1])
+            fr_of.extend(f + foff for f in rec.steps_frame[g.s0:g.s1])
+            for (fid, mid, cs) in rec.frames[g.f0:g.f1]:
+                frames.append((fid + foff, mid, 0 if cs is None else cs + soff))
+            for i in range(g.s0, g.s1):
+                b = rec.branch.get(i)
+                if b is not None:
+                    branch[i + soff] = b
+            for (cs, fid, formal, actual) in rec.binds:
+                if g.f0 <= fid < g.f1:
+                    binds.append((cs + soff, fid + foff, formal, actual))
+            heap.extend((i + soff, v, o, m) for (i, v, o, m) in g.heap)
+        nodes.append(SETUP_TEST_STMT)
+        fr_of.append(0)
+        p = (nodes, fr_of, frames, branch, binds, heap)
+        if len(self._cache) < 64:
+            self._cache[key] = p
+        return p
+
+
+SETUP_SCOPE = os.environ.get("PROSECUTOR_SETUP_SCOPE", "relevant").strip() or "relevant"
+
+
 def write_dump(st):
     out = st.out
     plain_warnings = _compare_plain(st)
     tests = st.tests
     selected = _select(st)
+    setup = None
+    if st.setup is not None and st.setup.record_steps and st.setup.steps_node:
+        setup = _Setup(st.setup, st.reg)
+        if not setup.segments:
+            setup = None
     # static facts: every app file under SRC, plus the test files that ran
     files = {}
     test_code = []
@@ -943,25 +1195,68 @@ def write_dump(st):
                     fh.write(f.source)
         except OSError:
             pass
+    if setup is not None:
+        # the synthetic root of traces that begin with setup segments (test code)
+        w["method"].row(SETUP_METHOD, "test", SETUP_STMT)
+        w["stmt"].row(SETUP_STMT, SETUP_METHOD, "call", SETUP_FILE, 1,
+                      "import-time code of the modules under test (run when pytest imported them)")
+        w["stmt"].row(SETUP_TEST_STMT, SETUP_METHOD, "call", SETUP_FILE, 2, "the test (called by pytest)")
+        w["cfg"].row(SETUP_STMT, SETUP_TEST_STMT, "normal")
+        cfg_edges.add((SETUP_STMT, SETUP_TEST_STMT))
     # traces
     entries = []
     tcount = 0
     nfail = npass = 0
+    prefixed = []
     for t in tests:
         if t["outcome"] == "fail":
             nfail += 1
         else:
             npass += 1
-        for nid in t.get("coverage", ()):
+        heap_rows = _heap.load(t.get("heap")) if heap_on else []
+        segs = setup.for_test(t, heap_rows) if setup is not None else []
+        cov = set(t.get("coverage", ()))
+        edges = set(t.get("edges", ()))
+        for g in segs:
+            # the module bodies run before the test are part of what it executed
+            cov |= g.coverage
+            edges |= g.edges
+        for nid in sorted(cov):
             if nid in known:
                 w["coverage"].row(t["id"], nid)
-        for (a, b) in t.get("edges", ()):
+        for (a, b) in sorted(edges):
             if (a, b) in cfg_edges:
                 w["edge_coverage"].row(t["id"], a, b)
         trace_id = None
         if id(t) in selected and t.get("rec"):
             with open(t["rec"], "rb") as fh:
                 steps_node, steps_frame, frames, branch, binds = pickle.load(fh)
+            if segs and 2 + sum(g.s1 - g.s0 for g in segs) + len(steps_node) > st.step_cap:
+                # the step cap bounds the whole trace, and the test's own steps come first: a
+                # trace the prefix would push past the cap (a test the tracer truncated) has none
+                segs = []
+            t["setup_segments"] = [g.k for g in segs]
+            if segs:
+                # the trace begins with the setup segments: step 0 is the synthetic root's,
+                # the test function's frame is called from its second step
+                p_nodes, p_frames_of, p_frames, p_branch, p_binds, p_heap = setup.prefix(segs)
+                off = len(p_nodes)
+                foff = len(p_frames)
+                tstep = off - 1
+                frames = p_frames + [(fid + foff, mid, tstep if cs is None else cs + off)
+                                     for (fid, mid, cs) in frames]
+                steps_node = p_nodes + list(steps_node)
+                steps_frame = p_frames_of + [f + foff for f in steps_frame]
+                nb = dict(p_branch)
+                nb.update((i + off, b) for i, b in branch.items())
+                branch = nb
+                binds = p_binds + [(cs + off, fid + foff, formal, actual) for (cs, fid, formal, actual) in binds]
+                if heap_on:
+                    heap_rows = p_heap + [(i + off, v, o, m) for (i, v, o, m) in heap_rows]
+                if t.get("failure_step") is not None:
+                    t["failure_step"] += off
+                t["setup_steps"] = off
+                prefixed.append(off)
             tcount += 1
             trace_id = f"t{tcount}"
             for (fid, mid, cs) in frames:
@@ -976,8 +1271,9 @@ def write_dump(st):
             for (cs, fid, formal, actual) in binds:
                 w["bind"].row(trace_id, cs, f"f{fid}", formal, actual)
             if heap_on:
-                _heap.write(w["heap"].fh, trace_id, _heap.load(t.get("heap")), n)
+                _heap.write(w["heap"].fh, trace_id, heap_rows, n)
         entries.append((t, trace_id))
+    st.setup_summary = _setup_summary(st, setup, prefixed)
     for x in w.values():
         x.close()
     if test_code:
@@ -1004,9 +1300,29 @@ def write_dump(st):
     if truncated:
         warnings.append(f"{len(truncated)} trace(s) truncated at the step cap ({st.step_cap} steps): "
                         + ", ".join(truncated[:5]) + (" ..." if len(truncated) > 5 else ""))
+    if setup is not None and setup.truncated:
+        warnings.append(f"the import-time code (setup recording) was cut at {len(st.setup.steps_node)} "
+                        f"steps (PROSECUTOR_SETUP_CAP): the module bodies after that are in no trace")
     _write_manifest(st, entries, warnings)
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
             "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
+
+
+def _setup_summary(st, setup, prefixed):
+    """[notes] lines about the setup recording."""
+    rec = st.setup
+    if rec is None:
+        return ["setup_steps = 0", "setup_modules = 0"]
+    lines = [f"setup_steps = {len(rec.steps_node)}",
+             f"setup_steps_kept = {setup.steps if setup is not None else 0}",
+             f"setup_modules = {setup.modules if setup is not None else 0}",
+             f"setup_segments = {len(setup.segments) if setup is not None else 0}",
+             f"setup_scope = {_q(SETUP_SCOPE)}",
+             f"setup_truncated = {'true' if rec.truncated else 'false'}"]
+    if prefixed:
+        lines.append(f"setup_prefix_steps_max = {max(prefixed)}")
+        lines.append(f"setup_prefix_steps_mean = {sum(prefixed) / len(prefixed):.1f}")
+    return lines
 
 
 def _plain_notes(st):
@@ -1083,6 +1399,9 @@ def _rerun_tests(st, entries):
         m = dict(t["match"]) if t.get("match") else {}
         if t["outcome"] == "fail" and st.timeout > 0 and t.get("timeout_s", st.timeout) > st.timeout:
             m["timeout"] = t["timeout_s"]
+        if t["outcome"] == "fail" and t.get("setup_segments"):
+            # the setup segments its trace begins with: a flip re-run numbers occurrences so
+            m["setup_segments"] = t["setup_segments"]
         if m:
             out[t["id"]] = m
     return out
@@ -1135,7 +1454,7 @@ def _write_manifest(st, entries, warnings):
         f"step_cap = {st.step_cap}",
         f"test_timeout_s = {st.timeout}",
         f"startup_ms = {startup_ms}",
-    ] + _plain_notes(st) + [
+    ] + getattr(st, "setup_summary", []) + _plain_notes(st) + [
         "truncated_traces = [" + ", ".join(_q(t["id"]) for (t, tid) in entries if t.get("truncated")) + "]",
         "untraced_tests = [" + ", ".join(_q(x) for x in _untraced([t for (t, _) in entries])) + "]",
         "warnings = [" + ", ".join(_q(x) for x in warnings + (st.reg.warnings + st.tracer.errors)[:50]) + "]",

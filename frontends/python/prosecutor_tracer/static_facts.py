@@ -981,7 +981,7 @@ def analyze_source(source, path, rel, role, instrument=None, tree=None):
     except ImportError:   # not shipped: no heap facts
         heap = None
     if heap is not None and heap.ENABLED:
-        heap.analyze(facts, a.ast_of)
+        heap.analyze(facts, a.ast_of, tree)
     a.ast_of = None
     return facts, tree
 

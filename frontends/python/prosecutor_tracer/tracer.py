@@ -139,6 +139,14 @@ class FrameRec:
         self.chained = False
 
 
+class _NoCount(dict):
+    """Occurrence counts of setup segments a flip re-run runs but does not count: never equal
+    to a requested occurrence."""
+
+    def get(self, k, d=None):
+        return -1
+
+
 class TestRecord:
     """Everything recorded for one test."""
 
@@ -242,7 +250,7 @@ class Registry:
                         self.test_dirs.append(d)
                     break
         moved = [rp for rp, f in list(self.files.items())
-                 if rp not in self.test_files and (f is None or f.role != "test") and self.test_reason(rp)]
+                 if rp and rp not in self.test_files and (f is None or f.role != "test") and self.test_reason(rp)]
         for rp in moved:
             self.mark_test_file(rp)
         return moved
@@ -336,11 +344,75 @@ class Tracer:
         self._report_kind = {}       # code object -> 0 (no), 1 (report code), 2 (depends on line)
         self._report_lines = None    # report regions of unittest.case
         self.heap = None             # heap.HeapRecorder of the current test (heap.facts)
+        # The setup recording (import-time code, before the first test): see start_setup.
+        self.setup_mode = False
+        self.setup_rec = None
+        self.setup_root_ok = None
+        self.setup_keep = None
+        self.setup_scratch = None
+        self.setup_mutated = None     # heap: ids the setup recording mutated (tests start with them)
+        self._test_cap = step_cap
 
     # ------------------------------------------------------------ lifecycle
+    def start_setup(self, root_ok, cap, keep=None, record_steps=True):
+        """Record import-time code until stop_setup(): every module body of an app file
+        (`root_ok(filename)`) that starts while nothing is traced is a *segment* of the setup
+        recording (a root frame, with the class bodies, modules and functions it runs as its
+        callees).  `keep` (flip re-runs): the indices of the segments the test's trace holds;
+        the others are run but not counted (their branch evaluations do not number the
+        occurrences).  `cap`: steps recorded at most."""
+        self.start("<setup>", None, record_steps=record_steps)
+        rec = self.cur
+        rec.segments = []         # (index, first step, first frame, root method id)
+        rec.nroots = 0
+        self.setup_rec = rec
+        self.setup_keep = keep
+        self.setup_root_ok = root_ok
+        self.setup_mode = True
+        self._test_cap = self.step_cap
+        self.step_cap = cap
+        if keep is not None:
+            scratch = TestRecord("<setup:other>", False)
+            scratch.occ = _NoCount()
+            scratch.nsteps = 0
+            self.setup_scratch = scratch
+
+    def stop_setup(self):
+        """Ends the setup recording; returns its TestRecord (`heap`: its rows, `segments`)."""
+        rec = self.setup_rec
+        if rec is None or not self.setup_mode:
+            return rec
+        self.cur = rec
+        hp = self.heap
+        self.setup_mutated = set(hp.mutated) if hp is not None else None
+        self.stop()
+        self.setup_mode = False
+        self.step_cap = self._test_cap
+        self.setup_scratch = None
+        if rec.record_steps:
+            self.infer_branches(rec)
+        rec.origins = {}
+        return rec
+
+    def _begin_segment(self, m):
+        """A module body starts with nothing traced: a new segment of the setup recording."""
+        rec = self.setup_rec
+        k = rec.nroots
+        rec.nroots += 1
+        if self.setup_keep is not None and k not in self.setup_keep:
+            self.cur = self.setup_scratch
+            return
+        self.cur = rec
+        rec.segments.append((k, len(rec.steps_node) if rec.record_steps else rec.nsteps, len(rec.frames), m.id))
+
     def start(self, test_id, root_code, record_steps=True):
         self.cur = TestRecord(test_id, record_steps)
-        self.heap = (_heap.HeapRecorder() if _heap is not None and _heap.ENABLED and record_steps
+        if self.setup_rec is not None and not self.setup_mode and self.flip is not None:
+            # a flip re-run numbers a branch's evaluations as the dump's trace does: the
+            # setup segments the trace begins with, then the test
+            self.cur.occ = dict(self.setup_rec.occ)
+        self.heap = (_heap.HeapRecorder(self.setup_mutated)
+                     if _heap is not None and _heap.ENABLED and record_steps
                      and self.flip is None else None)
         self.root_code = root_code
         self.active = False
@@ -432,6 +504,9 @@ class Tracer:
     def _call(self, frame):
         try:
             co = frame.f_code
+            if self.setup_mode and not self.active and (
+                    co.co_name != "<module>" or not self.setup_root_ok(co.co_filename)):
+                return None     # import time: only an app module body begins a segment
             m = self.method_of(co)
             if m is None:
                 return None
@@ -439,9 +514,15 @@ class Tracer:
             if cur is None or threading.get_ident() != self.thread:
                 return self._untraced(frame)
             if not self.active:
-                if cur.root_seen or (self.root_code is not None and co is not self.root_code):
+                if self.setup_mode:
+                    # import time: a module body of an app file begins a segment
+                    if co.co_name != "<module>" or m.role != "app" or not self.setup_root_ok(co.co_filename):
+                        return self._untraced(frame)
+                    self._begin_segment(m)
+                    cur = self.cur
+                elif cur.root_seen or (self.root_code is not None and co is not self.root_code):
                     return self._untraced(frame)
-                if self.root_code is None and m.role != "test":
+                elif self.root_code is None and m.role != "test":
                     return self._untraced(frame)
                 cur.root_seen = True
                 self.active = True
