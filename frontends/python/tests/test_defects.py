@@ -297,7 +297,11 @@ def test_inherited_and_imported_tests_are_traced(tmp_path, src):
         t = tests[tid]
         assert "trace" in t, tid
         frames = d.frames(t["trace"])
-        assert frames["f0"][2] == root and frames["f0"][3] == "-", (tid, frames["f0"])
+        # the root frame is the test function's, or the synthetic root of a trace beginning
+        # with import-time code (the test function's frame is then its callee)
+        tops = [f for f in frames.values() if f[3] == "-"]
+        assert len(tops) == 1 and tops[0][2] in (root, "<prosecutor>::<setup>"), (tid, tops)
+        assert any(f[2] == root for f in frames.values()), (tid, frames)
         # the file the test is defined in is test code; the code under test is app code
         assert methods[root] == "test", (root, methods.get(root))
         assert methods[f"{lru}::LRU.get"] == "app"
