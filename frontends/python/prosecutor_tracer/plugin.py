@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+import types
 
 import _pytest as _pytest_pkg
 import pluggy
@@ -452,6 +453,18 @@ def pytest_collection_modifyitems(session, config, items):
             if rp not in st.reg.test_files:
                 st.reg.mark_test_file(rp)
                 st.tracer.code_cache.clear()
+        # so is the file defining a unittest setUp / tearDown (a base class in a helper module
+        # outside SRC would not be traced at all) if it is a project file, unless it is app
+        # code under SRC (a testing base class the package ships keeps its role; one from an
+        # installed library stays untraced)
+        for co in _unittest_roots(it):
+            fn = co.co_filename
+            if fn and not fn.startswith("<"):
+                rp = os.path.realpath(fn)
+                if (rp not in st.reg.test_files and _project_file(st, rp)
+                        and st.reg.role_of(rp) != "app"):
+                    st.reg.mark_test_file(rp)
+                    st.tracer.code_cache.clear()
     st.param_counts = {}
     for it in items:
         if getattr(it, "callspec", None) is not None:
@@ -568,6 +581,54 @@ def _root_code(item):
     return getattr(obj, "__code__", None)
 
 
+def _code_of(obj):
+    try:
+        obj = inspect.unwrap(obj)
+    except Exception:
+        pass
+    obj = getattr(obj, "__func__", obj)
+    co = getattr(obj, "__code__", None)
+    return co if isinstance(co, types.CodeType) else None
+
+
+def _project_file(st, rp):
+    """A .py file under the project directory (pytest's cwd), not in an installed package."""
+    base = st.reg.cwd
+    if not rp.endswith(".py") or not rp.startswith(base + os.sep):
+        return False
+    parts = os.path.relpath(rp, base).split(os.sep)[:-1]
+    return not any(p in ("site-packages", "dist-packages", "__pycache__", "node_modules")
+                   or p.startswith(".") for p in parts)
+
+
+def _unittest_roots(item):
+    """Code objects of the `setUp` and `tearDown` of a unittest TestCase test (resolved through
+    the class's MRO, as TestCase.run calls them), traced as root frames around the test
+    function (docs/frontend-python.md, "Tracing model").  unittest's own (empty) methods are
+    not traced code and are left out."""
+    cls = getattr(item, "cls", None)
+    if cls is None or not isinstance(cls, type):
+        return ()
+    try:
+        import unittest
+        if not issubclass(cls, unittest.TestCase):
+            return ()
+    except Exception:
+        return ()
+    out = []
+    for name in ("setUp", "tearDown"):
+        try:
+            fn = getattr(cls, name, None)
+        except Exception:
+            fn = None
+        if fn is None or fn is getattr(unittest.TestCase, name, None):
+            continue
+        co = _code_of(fn)
+        if co is not None:
+            out.append(co)
+    return tuple(out)
+
+
 _HARNESS_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (pytest, _pytest_pkg, pluggy)) + (
     os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
@@ -611,7 +672,7 @@ def pytest_runtest_call(item):
     t0 = time.monotonic()
     if st.first_test_at is None:
         st.first_test_at = t0
-    st.tracer.start(item.nodeid, _root_code(item))
+    st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item))
     st.running = item.nodeid
     try:
         yield
@@ -687,6 +748,9 @@ def pytest_runtest_makereport(item, call):
         rec.origins = {}
         t["truncated"] = rec.truncated
         t["steps"] = min(rec.nsteps, st.step_cap)
+        # root frames besides the test function's: a unittest setUp / tearDown run around it
+        # (the trace gets the synthetic root, see write_dump)
+        t["extra_roots"] = bool(rec.extra_roots)
         t["methods"] = sorted(rec.methods)
         t["coverage"] = sorted(rec.coverage)
         t["edges"] = sorted(rec.edges)
@@ -1115,6 +1179,11 @@ class _Setup:
         return p
 
 
+def _bare_prefix():
+    """The trace prefix without setup segments: the synthetic root's two steps."""
+    return [SETUP_STMT, SETUP_TEST_STMT], [0, 0], [(0, SETUP_METHOD, None)], {}, [], []
+
+
 SETUP_SCOPE = os.environ.get("PROSECUTOR_SETUP_SCOPE", "relevant").strip() or "relevant"
 
 
@@ -1195,8 +1264,10 @@ def write_dump(st):
                     fh.write(f.source)
         except OSError:
             pass
-    if setup is not None:
-        # the synthetic root of traces that begin with setup segments (test code)
+    multi_root = any(t.get("extra_roots") for t in tests if id(t) in selected and t.get("rec"))
+    if setup is not None or multi_root:
+        # the synthetic root of traces that begin with setup segments, or whose test ran its
+        # unittest setUp / tearDown around the test function (test code)
         w["method"].row(SETUP_METHOD, "test", SETUP_STMT)
         w["stmt"].row(SETUP_STMT, SETUP_METHOD, "call", SETUP_FILE, 1,
                       "import-time code of the modules under test (run when pytest imported them)")
@@ -1236,10 +1307,12 @@ def write_dump(st):
                 # trace the prefix would push past the cap (a test the tracer truncated) has none
                 segs = []
             t["setup_segments"] = [g.k for g in segs]
-            if segs:
+            if segs or t.get("extra_roots"):
                 # the trace begins with the setup segments: step 0 is the synthetic root's,
-                # the test function's frame is called from its second step
-                p_nodes, p_frames_of, p_frames, p_branch, p_binds, p_heap = setup.prefix(segs)
+                # the test function's frame is called from its second step (and so are the
+                # frames of a unittest setUp / tearDown, before and after it)
+                p_nodes, p_frames_of, p_frames, p_branch, p_binds, p_heap = (
+                    setup.prefix(segs) if setup is not None else _bare_prefix())
                 off = len(p_nodes)
                 foff = len(p_frames)
                 tstep = off - 1
@@ -1256,7 +1329,8 @@ def write_dump(st):
                 if t.get("failure_step") is not None:
                     t["failure_step"] += off
                 t["setup_steps"] = off
-                prefixed.append(off)
+                if segs:
+                    prefixed.append(off)
             tcount += 1
             trace_id = f"t{tcount}"
             for (fid, mid, cs) in frames:

@@ -2,7 +2,9 @@
 
 Model (see docs/frontend-python.md):
 
-* the root frame is the test function (fixtures and setup are not traced);
+* the root frame is the test function (fixtures are not traced); a unittest TestCase's
+  ``setUp`` and ``tearDown`` run around it are root frames too (the trace writer puts them and
+  the test function under one synthetic root, in execution order);
 * code of app files (under SRC) and of test files is traced; every other frame is opaque: it
   gets no frame, but traced code it calls back into is traced, with the call step being the
   current step of the nearest traced frame on the stack;
@@ -166,6 +168,7 @@ class TestRecord:
         self.origins = {}         # id(exception) -> (step, exc_signature(exception))
         self.nsteps = 0
         self.root_seen = False
+        self.extra_roots = False  # a unittest setUp / tearDown was a root frame
         self.timed_out = False
         self.timeout_step = None
 
@@ -327,6 +330,7 @@ class Tracer:
         self.cur = None
         self.active = False
         self.root_code = None
+        self.roots_left = None
         self.stack = []
         self.byframe = {}
         # the test function's frame until it returns (a generator / coroutine test is suspended
@@ -405,7 +409,11 @@ class Tracer:
         self.cur = rec
         rec.segments.append((k, len(rec.steps_node) if rec.record_steps else rec.nsteps, len(rec.frames), m.id))
 
-    def start(self, test_id, root_code, record_steps=True):
+    def start(self, test_id, root_code, record_steps=True, extra_roots=()):
+        """Begin recording test `test_id`.  `root_code`: the test function's code object (None:
+        the first test-code frame entered is the root); `extra_roots`: code objects of the
+        test's unittest ``setUp`` / ``tearDown``, each also a root frame when called with
+        nothing traced (the trace writer puts all root frames under the synthetic root)."""
         self.cur = TestRecord(test_id, record_steps)
         if self.setup_rec is not None and not self.setup_mode and self.flip is not None:
             # a flip re-run numbers a branch's evaluations as the dump's trace does: the
@@ -415,6 +423,9 @@ class Tracer:
                      if _heap is not None and _heap.ENABLED and record_steps
                      and self.flip is None else None)
         self.root_code = root_code
+        # code objects that may still begin a root frame (each once): the test function, its
+        # setUp and tearDown (None: any test-code frame, once)
+        self.roots_left = None if root_code is None else {root_code, *(c for c in extra_roots if c is not None)}
         self.active = False
         self.stack = []
         self.byframe = {}
@@ -520,13 +531,21 @@ class Tracer:
                         return self._untraced(frame)
                     self._begin_segment(m)
                     cur = self.cur
-                elif cur.root_seen or (self.root_code is not None and co is not self.root_code):
-                    return self._untraced(frame)
-                elif self.root_code is None and m.role != "test":
+                elif self.roots_left is not None:
+                    # the test function, or its setUp / tearDown (a unittest TestCase's,
+                    # called by TestCase.run around it): each is a root frame once
+                    if co not in self.roots_left:
+                        return self._untraced(frame)
+                    self.roots_left.discard(co)
+                    if co is not self.root_code:
+                        cur.extra_roots = True
+                elif cur.root_seen or m.role != "test":
                     return self._untraced(frame)
                 cur.root_seen = True
                 self.active = True
-                self.root_frame = frame
+                # (a setUp / tearDown is no test function: a generator one, e.g. twisted's
+                # inlineCallbacks, ends its root activation at its first suspension)
+                self.root_frame = None if cur.extra_roots and co is not self.root_code else frame
                 self.root_waiting = False
                 caller = None
             else:
