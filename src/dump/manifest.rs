@@ -43,6 +43,10 @@ pub struct Rerun {
     pub timeout_ms: Option<u64>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Source files whose branches a re-run cannot flip (the Python front-end: app modules
+    /// imported before the tracer, so not instrumented); no experiment is planned on them.
+    #[serde(default)]
+    pub not_flippable: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +70,12 @@ pub struct TestCase {
     pub failure: Option<String>,
     #[serde(default)]
     pub duration_ms: Option<u64>,
+    /// The trace's first `setup_steps` steps are set-up that the test shares with the others
+    /// (the Python front-end: the import-time code of the modules under test). They are part of
+    /// the model, but no counterfactual experiment flips them: a flip there changes what every
+    /// test imports, not this test's run.
+    #[serde(default)]
+    pub setup_steps: Option<u32>,
 }
 
 impl Manifest {

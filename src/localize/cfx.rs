@@ -74,16 +74,27 @@ pub struct ExperimentResult {
 /// Picks the `k` most suspicious branch instances. `p_incorrect` is indexed like `vertices`.
 pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> Vec<Experiment> {
     let mut cands: Vec<(f64, u32, u32)> = Vec::new(); // (score, trace, step)
+    let not_flippable: Vec<&str> = dump
+        .manifest
+        .rerun
+        .iter()
+        .flat_map(|r| r.not_flippable.iter().map(String::as_str))
+        .collect();
     for (v, vx) in vertices.iter().enumerate() {
         let Vertex::Value { trace, step } = *vx else {
             continue;
         };
         let tr = &dump.traces[trace as usize];
-        if dump.failure_step(tr).is_none() {
+        if dump.failure_step(tr).is_none()
+            || step < dump.manifest.tests[tr.test].setup_steps.unwrap_or(0)
+        {
             continue;
         }
         let st = &dump.stmts[tr.steps[step as usize].stmt as usize];
-        if st.kind != StmtKind::Branch || dump.methods[st.method as usize].role != Role::App {
+        if st.kind != StmtKind::Branch
+            || dump.methods[st.method as usize].role != Role::App
+            || not_flippable.contains(&st.file.as_str())
+        {
             continue;
         }
         cands.push((p_incorrect[v], trace, step));

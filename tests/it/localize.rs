@@ -373,3 +373,53 @@ fn max_steps_leaves_out_what_does_not_fit() {
     assert!(w.contains("spectrum likelihood alone"), "{w}");
     assert!(!none["ranking"].as_array().unwrap().is_empty());
 }
+
+/// No experiment is planned where a re-run cannot flip: the set-up steps a trace shares with
+/// every test (`setup_steps`: import-time code; a flip there breaks collection) and the files
+/// the front-end lists in `[rerun] not_flippable` (modules imported before the tracer).
+#[test]
+fn plan_skips_setup_steps_and_files_that_cannot_be_flipped() {
+    let plan = |dir: &std::path::Path| -> Vec<Value> {
+        let out = run(&["plan", dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("fig3");
+    copy_dir(&root().join("fixtures/dumps/leftpad_fig3"), &d);
+    let all = plan(&d);
+    let steps: Vec<u64> = all.iter().map(|e| e["step"].as_u64().unwrap()).collect();
+    assert!(
+        steps.iter().any(|&s| s < 11) && steps.contains(&11),
+        "{steps:?}"
+    );
+    let manifest = std::fs::read_to_string(d.join("manifest.toml")).unwrap();
+    let with_setup = manifest.replacen(
+        "failure_step = 15",
+        "failure_step = 15\nsetup_steps = 11",
+        1,
+    );
+    std::fs::write(d.join("manifest.toml"), &with_setup).unwrap();
+    let later = plan(&d);
+    assert!(!later.is_empty());
+    assert!(
+        later.iter().all(|e| e["step"].as_u64().unwrap() >= 11),
+        "{later:?}"
+    );
+    std::fs::write(
+        d.join("manifest.toml"),
+        format!(
+            "{manifest}\n[rerun]\ncommand = [\"true\"]\nnot_flippable = [\"StringUtils.java\"]\n"
+        ),
+    )
+    .unwrap();
+    assert_eq!(plan(&d), Vec::<Value>::new());
+}

@@ -1522,6 +1522,8 @@ def _write_manifest(st, entries, warnings):
         f"cwd = {_q(st.cwd)}",
         f"timeout_ms = {timeout_ms}",
         f"env = {{ PYTHONHASHSEED = {_q(user_env.get('PYTHONHASHSEED') or '0')}, PYTHONPATH = {_q(pkg_parent)} }}",
+        # app files imported before the tracer: their branches cannot be flipped by a re-run
+        "not_flippable = [" + ", ".join(_q(f) for f in st.reg.uninstrumented) + "]",
         "",
         "[notes]",
         f"src = {_q(st.src)}",
@@ -1548,6 +1550,8 @@ def _write_manifest(st, entries, warnings):
             lines.append(f"failure = {_q(t['failure'])}")
         if t.get("duration_ms") is not None:
             lines.append(f"duration_ms = {int(t['duration_ms'])}")
+        if tid and t.get("setup_steps"):
+            lines.append(f"setup_steps = {t['setup_steps']}")
         if t.get("plain_outcome"):
             lines.append(f"plain_outcome = {_q(t['plain_outcome'])}")
         if t.get("truncated"):

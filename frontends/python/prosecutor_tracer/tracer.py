@@ -186,6 +186,7 @@ class Registry:
         self.exclude = []         # directories never traced (the dump directory)
         self.files = {}           # real path -> FileFacts or None
         self.warnings = []
+        self.uninstrumented = []  # app files analysed while running (imported before the tracer)
         self.node_index = {}
         self.branch_ids = set()
         self.eager = {}
@@ -307,6 +308,7 @@ class Registry:
                                 instrument=(role == "app" and not running))
             self.warnings.extend(f.warnings)
             if running and role == "app":
+                self.uninstrumented.append(self.rel_of(rp, role))
                 self.warnings.append(f"{self.rel_of(rp, role)}: imported before the tracer: not "
                                      f"instrumented (branch outcomes inferred, no flipping)")
         except sf.StaticError as e:

@@ -573,3 +573,46 @@ def test_snapshot_does_not_keep_a_deleted_exception_alive(tmp_path):
     assert t["outcome"] == "pass", p.stdout
     (i, rows), = h.at("test_exception_freed_by_refcounting", "box.append(weakref.ref(e))")
     assert any(v == "box" and m == "def" for (v, o, m) in rows), rows
+
+
+def test_modules_imported_before_the_tracer_are_listed_as_not_flippable(tmp_path):
+    """An app module imported before the plugin (by another pytest plugin) is traced without
+    instrumentation, so a re-run cannot flip its branches: the manifest lists it in
+    `[rerun] not_flippable` and the core plans no experiment there (scrapy-1: 20 of 20
+    experiments were void)."""
+    import tomllib
+    write(tmp_path, {
+        "src/early.py": """
+            def sign(x):
+                if x > 0:
+                    return 1
+                return 0
+            """,
+        "src/late.py": """
+            def double(x):
+                if x > 0:
+                    return 2 * x
+                return 0
+            """,
+        "plug/earlyplug.py": """
+            import os, sys
+            sys.path.insert(0, os.path.join(os.getcwd(), "src"))
+            import early  # noqa: F401  (imported before prosecutor_tracer.plugin)
+            """,
+        "tests/conftest.py": CONFTEST,
+        "tests/test_both.py": """
+            from early import sign
+            from late import double
+
+
+            def test_both():
+                assert sign(3) + double(2) == 6
+            """,
+    })
+    p = run(tmp_path, extra={
+        "PYTHONPATH": PKG_PARENT + os.pathsep + str(tmp_path / "plug"),
+        "PYTEST_ADDOPTS": "-p no:cacheprovider -p earlyplug -p prosecutor_tracer.plugin",
+    })
+    with open(tmp_path / "dump" / "manifest.toml", "rb") as fh:
+        m = tomllib.load(fh)
+    assert m["rerun"]["not_flippable"] == ["early.py"], (m["rerun"], p.stdout)
