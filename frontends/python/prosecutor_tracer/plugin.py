@@ -105,6 +105,7 @@ class State:
         self.flip_unmatched = None   # "test not matched: ..." when the flip test cannot be found
         self.flip_matched = None     # how it was found when its node id changed
         self.collect_errors = []
+        self.internal_error = None   # pytest's INTERNALERROR in a flip run (the test's report lost)
         self.param_counts = {}       # function (node id without parameters) -> parametrizations
         self.tracer = Tracer(self.reg, step_cap=self.step_cap, flip=flip)
         self.tests = []           # dicts in run order
@@ -414,6 +415,19 @@ def _is_test_file(st, path):
     import fnmatch
     base = os.path.basename(path)
     return base == "conftest.py" or any(fnmatch.fnmatch(base, p) for p in st.patterns)
+
+
+def pytest_internalerror(excrepr, excinfo):
+    """A flip run whose test ran but whose report pytest lost to an internal error (CPython
+    3.11.7 raises `SystemError: AST constructor recursion depth mismatch` when pytest parses the
+    source of a traceback after a RecursionError): the experiment says so instead of calling the
+    test "not collected"."""
+    st = _state
+    if st is not None and st.mode == "flip" and st.internal_error is None:
+        try:
+            st.internal_error = sf.one_line(f"{excinfo.type.__name__}: {excinfo.value}", 200)
+        except Exception:
+            st.internal_error = "unknown"
 
 
 def pytest_collectreport(report):
@@ -850,6 +864,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 # counts void / crashed experiments by reason):
 #   "flipped: STMT#OCC to B"                 the instance was flipped (then "; " + the failure)
 #   "test not collected: ID"                  no collected test has that id (nor its function)
+#   "pytest internal error: ID: ERROR (...)"  the test ran, pytest lost its report (INTERNALERROR)
 #   "test not matched: ID (WHY)"              its function is there but no parametrization matches
 #   "test setup failed: ID: ERROR"            collected, but a fixture / setUp failed
 #   "test skipped: ID"                        skipped or xfailed in the re-run
@@ -863,6 +878,10 @@ def _finish_flip(st):
     inst = f"{stmt}#{occ}"
     if st.flip_unmatched:
         res = {"outcome": "crash", "flipped": False, "detail": st.flip_unmatched}
+    elif t is None and st.internal_error:
+        res = {"outcome": "crash", "flipped": False,
+               "detail": f"pytest internal error: {st.flip_test}: {st.internal_error} (the re-run's "
+                         f"report was lost)"}
     elif t is None:
         why = st.flip_test
         if st.collect_errors:

@@ -637,3 +637,43 @@ def test_parametrized_ids_that_change_between_runs(tmp_path):
     assert r["outcome"] == "crash" and r["flipped"] is False, r
     assert r["detail"].startswith(f"test not matched: {tid} (3 tests of tests/test_words.py::test_run_dependent "
                                   f"here, 2 when traced; none with the recorded parameters tag='"), r
+
+
+def test_flip_run_whose_report_pytest_loses_says_so(tmp_path):
+    """A flip re-run in which pytest raises an INTERNALERROR while reporting the test (CPython
+    3.11.7 does, parsing a traceback's source after a RecursionError: tornado-4) used to come
+    back as "test not collected", although the test was collected and ran.  It says what
+    happened."""
+    write(tmp_path, {
+        "src/sign.py": """
+            def sign(x):
+                if x > 0:
+                    return 1
+                return 0
+            """,
+        "tests/conftest.py": """
+            import os, sys
+            sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))
+
+
+            def pytest_runtest_makereport(item, call):
+                if os.environ.get("BREAK_REPORTS") and call.when == "call":
+                    raise RuntimeError("report lost")
+            """,
+        "tests/test_sign.py": """
+            from sign import sign
+
+
+            def test_sign():
+                assert sign(3) == 0
+            """,
+    })
+    d = trace(tmp_path)
+    stmt = next(r[0] for r in d.rows("stmt.facts") if r[0].startswith("sign.py:3:"))
+    env = base_env()
+    r = d.flip("tests/test_sign.py::test_sign", stmt, 1, tmp_path / "ok.json", env)
+    assert r["outcome"] == "pass", r
+    env["BREAK_REPORTS"] = "1"
+    r = d.flip("tests/test_sign.py::test_sign", stmt, 1, tmp_path / "lost.json", env)
+    assert r["outcome"] == "crash" and r["detail"].startswith("pytest internal error: "), r
+    assert "RuntimeError: report lost" in r["detail"], r
