@@ -226,6 +226,12 @@ pub struct TraceArgs {
     /// `PROSECUTOR_PLAIN_RUN=0`, which `eval` honours).
     #[arg(long)]
     pub no_plain_run: bool,
+    /// Begin every trace with the import-time code of the modules under test (module and class
+    /// bodies run when pytest imports them), so that a wrong module constant, class attribute or
+    /// default argument can be ranked (also `PROSECUTOR_SETUP=1`, which `eval` honours). Off by
+    /// default: on real projects its statements crowd the ranking (docs/evaluation.md).
+    #[arg(long)]
+    pub import_time: bool,
     /// The test command, after `--` (e.g. `-- pytest tests/`).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -252,6 +258,7 @@ impl TraceArgs {
         o.step_cap = self.step_cap;
         o.test_globs = self.exclude.clone();
         o.plain_run &= !self.no_plain_run;
+        o.import_time |= self.import_time;
         o.progress = true;
         let s = crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))?;
         for w in s.warnings.iter().filter(|_| print_warnings) {

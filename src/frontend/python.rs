@@ -69,6 +69,10 @@ pub struct PythonTraceOptions {
     /// out of the dump (docs/frontend-python.md "Plain pre-run"). Default: on, unless the
     /// environment has `PROSECUTOR_PLAIN_RUN=0`.
     pub plain_run: bool,
+    /// Begin each trace with the import-time code of the modules under test (module and class
+    /// bodies; docs/frontend-python.md "Import-time code"). Default: off, unless the environment
+    /// has `PROSECUTOR_SETUP=1`.
+    pub import_time: bool,
     /// Print progress lines on stderr (when it is a terminal).
     pub progress: bool,
 }
@@ -86,6 +90,7 @@ impl PythonTraceOptions {
             step_cap: 2_000_000,
             test_globs: Vec::new(),
             plain_run: std::env::var("PROSECUTOR_PLAIN_RUN").map_or(true, |v| v.trim() != "0"),
+            import_time: std::env::var("PROSECUTOR_SETUP").is_ok_and(|v| v.trim() == "1"),
             progress: false,
         }
     }
@@ -369,6 +374,7 @@ fn run_command(
                 format!("{}", opts.test_timeout.as_secs_f64()),
             )
             .env("PROSECUTOR_MAX_PASSING", opts.max_passing.to_string())
+            .env("PROSECUTOR_SETUP", if opts.import_time { "1" } else { "0" })
             .env("PROSECUTOR_STEP_CAP", opts.step_cap.to_string())
             .env(
                 "PROSECUTOR_TEST_GLOBS",

@@ -114,7 +114,7 @@ def run(root, traced=True, extra=None):
                     "PYTEST_ADDOPTS": "-p no:cacheprovider -p prosecutor_tracer.plugin",
                     "PROSECUTOR_MODE": "trace", "PROSECUTOR_SRC": str(root / "src"),
                     "PROSECUTOR_OUT": str(root / "dump"), "PROSECUTOR_TRACE_ALL": "1",
-                    "PROSECUTOR_TEST_TIMEOUT": "120"})
+                    "PROSECUTOR_TEST_TIMEOUT": "120", "PROSECUTOR_SETUP": "1"})
     env.update(extra or {})
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "tests"], cwd=root, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)

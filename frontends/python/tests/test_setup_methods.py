@@ -125,7 +125,8 @@ def test_a_test_failing_in_setup_is_traced_with_its_app_code(tmp_path):
 
 
 def test_setup_test_and_teardown_frames_in_execution_order(tmp_path):
-    d = traced(tmp_path)
+    # with the import-time prefix (`--import-time`), so that module bodies precede setUp
+    d = traced(tmp_path, extra={"PROSECUTOR_SETUP": "1"})
     for name, outcome in (("TestPass::test_get", "pass"), ("TestFailBody::test_get", "fail")):
         t = d.test(name)
         assert t["outcome"] == outcome, t
