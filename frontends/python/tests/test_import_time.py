@@ -20,7 +20,8 @@ sys.path.insert(0, PKG_PARENT)
 
 import dumpcheck  # noqa: E402
 
-CONFTEST = "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n"
+from test_heap import CONFTEST, write  # noqa: E402
+from test_heap import run as _heap_run  # noqa: E402
 
 PROJECT = {
     "src/shop/__init__.py": "",
@@ -97,27 +98,9 @@ PROJECT = {
 }
 
 
-def write(root, files):
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-
-
 def run(root, traced=True, extra=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PROSECUTOR_") and k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
-    env.update({"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
-                "PYTEST_ADDOPTS": "-p no:cacheprovider"})
-    if traced:
-        env.update({"PYTHONPATH": PKG_PARENT,
-                    "PYTEST_ADDOPTS": "-p no:cacheprovider -p prosecutor_tracer.plugin",
-                    "PROSECUTOR_MODE": "trace", "PROSECUTOR_SRC": str(root / "src"),
-                    "PROSECUTOR_OUT": str(root / "dump"), "PROSECUTOR_TRACE_ALL": "1",
-                    "PROSECUTOR_TEST_TIMEOUT": "120", "PROSECUTOR_SETUP": "1"})
-    env.update(extra or {})
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "tests"], cwd=root, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+    """test_heap's run, with the import-time prefix on (it is opt-in)."""
+    return _heap_run(root, traced, {"PROSECUTOR_SETUP": "1", **(extra or {})})
 
 
 def outcomes(text):
