@@ -8,6 +8,7 @@ pre-run, read by the traced run through PROSECUTOR_PLAIN).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -211,25 +212,36 @@ def _plain_alarm(signum, frame):
     raise TestTimeout(f"test ran longer than {st.timeout:g} s (prosecutor plain run)")
 
 
-def _plain_call(st, item):
-    use_alarm = st.timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+@contextlib.contextmanager
+def _running(st, item, timeout, handler):
+    """The test's call phase: `handler` on SIGALRM after `timeout` s (where an alarm can be
+    used), `st.running` set; yields the start time. The alarm is disarmed first on the way out
+    (before the caller stops a tracer: a re-armed alarm there would lose the test's report)."""
+    use_alarm = timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     old = None
     if use_alarm:
-        old = signal.signal(signal.SIGALRM, _plain_alarm)
-        signal.setitimer(signal.ITIMER_REAL, st.timeout)
-    st.timed_out = False
+        old = signal.signal(signal.SIGALRM, handler)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
     t0 = time.monotonic()
     if st.first_test_at is None:
         st.first_test_at = t0
     st.running = item.nodeid
     try:
-        yield
+        yield t0
     finally:
         st.running = None
         if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
-        st.current = time.monotonic() - t0
+
+
+def _plain_call(st, item):
+    st.timed_out = False
+    with _running(st, item, st.timeout, _plain_alarm) as t0:
+        try:
+            yield
+        finally:
+            st.current = time.monotonic() - t0
 
 
 def _plain_report(st, item, call, rep):
@@ -680,25 +692,14 @@ def pytest_runtest_call(item):
         return
     _stop_setup(st)
     st.cur_timeout = st.timeout_for(item.nodeid) if st.mode == "trace" else st.timeout
-    use_alarm = st.cur_timeout > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    old = None
-    if use_alarm:
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, st.cur_timeout)
     t0 = time.monotonic()
-    if st.first_test_at is None:
-        st.first_test_at = t0
-    st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item))
-    st.running = item.nodeid
     try:
-        yield
+        with _running(st, item, st.cur_timeout, _alarm):
+            st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item))
+            yield
     finally:
-        st.running = None
-        # Disarm first: stopping the tracer of a long (timed-out) test can take longer than the
-        # re-armed alarm, and a TestTimeout raised there would lose the test's report.
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+        # after the alarm is disarmed: stopping the tracer of a long (timed-out) test can take
+        # longer than the re-armed alarm, and a TestTimeout raised there would lose the report
         rec = st.tracer.stop()
         st.current = (rec, time.monotonic() - t0, st.cur_timeout)
 
