@@ -136,6 +136,10 @@ pub struct ModelArgs {
     /// Belief propagation schedule.
     #[arg(long, value_enum, default_value = "sequential")]
     pub schedule: ScheduleArg,
+    /// Belief propagation: run the double loop (CCCP) from the start, instead of only when
+    /// plain and damped BP do not converge.
+    #[arg(long)]
+    pub double_loop: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -166,6 +170,7 @@ impl ModelArgs {
                 },
                 log_domain: false,
                 prune_barren: true,
+                double_loop: self.double_loop,
             },
             granularity: Granularity::Line,
             k: self.k,

@@ -10,6 +10,7 @@
 
 use rayon::prelude::*;
 
+use super::double_loop::{Anchors, OuterLoop, Step};
 use super::kernel::{clip, sig_pair, sigmoid, FactorKernel, Scratch};
 use super::{check_evidence, BpOptions, Convergence, Cpd, Dag, InferError, Marginals, Schedule};
 
@@ -178,6 +179,8 @@ struct Engine<'a> {
     kern: FactorKernel,
     damping: f64,
     log_domain: bool,
+    /// Double-loop BP: the outer loop's anchors (empty for plain BP; `super::double_loop`).
+    anchors: Anchors,
 }
 
 /// A block of the block schedule: vertices `a..b`, the vertices to visit in topological order,
@@ -239,6 +242,14 @@ impl Engine<'_> {
             let hi = self.active_sorted.partition_point(|&v| (v as usize) < b);
             Box::new(self.active_sorted[lo..hi].iter().map(|&v| v as usize))
         }
+    }
+
+    /// Double-loop BP: the belief `v` hands its factors, from BP's sum `t` of its incoming
+    /// factor messages (`None`: plain BP, use `t`).
+    #[inline]
+    fn anchored(&self, v: usize, t: f64) -> Option<f64> {
+        let children = self.dag.ch_off()[v + 1] - self.dag.ch_off()[v];
+        self.anchors.belief(v, children.saturating_sub(1), t)
     }
 
     /// Messages with constant inputs are set undamped (they are final after one update).
@@ -312,6 +323,12 @@ impl Engine<'_> {
             acc += lam_e[c2p[j]];
         }
         let total = acc;
+        if let Some(b) = self.anchored(v, pi_v + total) {
+            for &j in pos {
+                out[j - base] = clip(b - lam_e[c2p[j]]);
+            }
+            return clip(b - pi_v);
+        }
         let mut suf = 0.0f64;
         for (i, &j) in pos.iter().enumerate().rev() {
             out[j - base] = clip(pi_v + pre[i] + suf);
@@ -339,6 +356,12 @@ impl Engine<'_> {
             acc += lam_e[j];
         }
         let total = acc;
+        if let Some(b) = self.anchored(v, pi_v + total) {
+            for (o, &j) in out.iter_mut().zip(c2p) {
+                *o = clip(b - lam_e[j]);
+            }
+            return clip(b - pi_v);
+        }
         let mut suf = 0.0f64;
         for i in (0..c2p.len()).rev() {
             out[i] = clip(pi_v + pre[i] + suf);
@@ -648,10 +671,16 @@ impl Engine<'_> {
                     sum += x;
                 }
                 let pi_v = blk.pi_v[v - a];
-                let mut suf = 0.0f64;
-                for (i, &j) in pos.iter().enumerate().rev() {
-                    blk.pi_e[j - blk.cb] = clip(pi_v + bufs.g[i] + suf);
-                    suf += bufs.vals[i];
+                if let Some(b) = self.anchored(v, pi_v + sum) {
+                    for (&j, &x) in pos.iter().zip(&bufs.vals) {
+                        blk.pi_e[j - blk.cb] = clip(b - x);
+                    }
+                } else {
+                    let mut suf = 0.0f64;
+                    for (i, &j) in pos.iter().enumerate().rev() {
+                        blk.pi_e[j - blk.cb] = clip(pi_v + bufs.g[i] + suf);
+                        suf += bufs.vals[i];
+                    }
                 }
                 // An output is NaN only if the full sum (belief) is NaN.
                 acc.check(pi_v + clip(sum), v);
@@ -670,7 +699,8 @@ impl Engine<'_> {
                             .map(|&j| self.lam_in(blk, j))
                             .sum::<f64>()
                 };
-                let l = clip(l);
+                let pi_v = blk.pi_v[v - a];
+                let l = clip(self.anchored(v, pi_v + l).map_or(l, |b| b - pi_v));
                 acc.check(l, v);
                 blk.lam_v[v - a] = l;
             }
@@ -1007,7 +1037,7 @@ pub(crate) fn loopy_bp_blocks(
     let pieces = 8 * threads;
     // Vertex chunks for the per-vertex phases (work: out-degree).
     let vchunks = chunk_bounds(n, pieces, 4096, |v| 1 + co[v + 1] - co[v]);
-    let eng = Engine {
+    let mut eng = Engine {
         dag,
         evidence,
         pi_static,
@@ -1018,7 +1048,9 @@ pub(crate) fn loopy_bp_blocks(
         kern: FactorKernel::new(cpd.p, cpd.prior, opts.log_domain),
         damping: opts.damping,
         log_domain: opts.log_domain,
+        anchors: Anchors::default(),
     };
+    let mut outer = opts.double_loop.then(OuterLoop::new);
     let is_active = |v: usize| evidence[v].is_none() || !eng.lam_static[v];
     let mut conv = Convergence {
         iterations: 0,
@@ -1056,7 +1088,7 @@ pub(crate) fn loopy_bp_blocks(
                 } else {
                     eng.flood(&mut st, &fchunks_later, &vchunks_later, false)
                 };
-                if eng.finish_iteration(&mut st, acc, it, opts.tol, &mut conv)? {
+                if eng.finish_iteration(&mut st, acc, it, opts.tol, &mut conv, &mut outer)? {
                     break;
                 }
             }
@@ -1112,7 +1144,7 @@ pub(crate) fn loopy_bp_blocks(
                     max_change: eng.sync(&mut st, &plan2, acc.max_change),
                     ..acc
                 };
-                if eng.finish_iteration(&mut st, acc, it, opts.tol, &mut conv)? {
+                if eng.finish_iteration(&mut st, acc, it, opts.tol, &mut conv, &mut outer)? {
                     break;
                 }
             }
@@ -1123,14 +1155,17 @@ pub(crate) fn loopy_bp_blocks(
 
 impl Engine<'_> {
     /// Bookkeeping after iteration `it`: contradictions, the constant messages after the first
-    /// iteration, convergence. Returns whether BP has converged.
+    /// iteration, the double loop's outer steps (`outer`), convergence. Returns whether BP has
+    /// converged: its messages moved less than `tol`, and with the double loop, also the anchors
+    /// at the outer step this sweep ended.
     fn finish_iteration(
-        &self,
+        &mut self,
         st: &mut State,
         acc: Acc,
         it: usize,
         tol: f64,
         conv: &mut Convergence,
+        outer: &mut Option<OuterLoop>,
     ) -> Result<bool, InferError> {
         if let Some(v) = acc.contradiction {
             return Err(InferError::ImpossibleEvidence { vertex: Some(v) });
@@ -1141,7 +1176,43 @@ impl Engine<'_> {
         conv.iterations = it;
         conv.max_change = acc.max_change;
         conv.converged = acc.max_change <= tol;
+        if let Some(o) = outer {
+            conv.converged = match o.after_sweep(acc.max_change, tol) {
+                Step::Inner => false,
+                Step::Outer => {
+                    let first = o.steps == 1;
+                    let moved = self.move_anchors(st);
+                    o.after_outer(moved);
+                    conv.max_change = conv.max_change.max(moved);
+                    !first && conv.max_change <= tol
+                }
+            };
+        }
         Ok(conv.converged)
+    }
+
+    /// The double loop's outer step: every unobserved vertex's anchor becomes its belief (the
+    /// inner problem's, `π_v + Σ_c λ_{c→v}` through the old anchor). Returns the largest move
+    /// of an anchor, in probability.
+    fn move_anchors(&mut self, st: &State) -> f64 {
+        let dag = self.dag;
+        let (co, c2p) = (dag.ch_off(), dag.ch_to_par());
+        let new: Vec<f64> = (0..dag.len())
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|v| {
+                if self.evidence[v].is_some() {
+                    return f64::NAN;
+                }
+                let t = st.pi_v[v]
+                    + c2p[co[v]..co[v + 1]]
+                        .iter()
+                        .map(|&j| st.lam_e[j])
+                        .sum::<f64>();
+                self.anchored(v, t).unwrap_or(t)
+            })
+            .collect();
+        self.anchors.set(new)
     }
 
     /// Sums the (now final) messages of static factors into `const_lam`.
@@ -1197,7 +1268,7 @@ impl Engine<'_> {
                 let (lo, hi) = (dag.ch_off()[v], dag.ch_off()[v + 1]);
                 let lam: f64 = c2p[lo..hi].iter().map(|&j| lam_e[j]).sum();
                 match evidence[v] {
-                    None => pi_v[v] + lam,
+                    None => self.anchored(v, pi_v[v] + lam).unwrap_or(pi_v[v] + lam),
                     Some(obs) => {
                         let (plo, phi) = (dag.par_off()[v], dag.par_off()[v + 1]);
                         let pi = if phi > plo {

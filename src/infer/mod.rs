@@ -115,6 +115,7 @@
 pub mod bench;
 mod bp;
 mod dag;
+mod double_loop;
 mod exact;
 mod kernel;
 pub mod synth;
@@ -220,6 +221,9 @@ pub struct BpOptions {
     /// (identical) marginals in one forward pass (see the module docs). Off only as a
     /// benchmark reference.
     pub prune_barren: bool,
+    /// Double-loop BP (CCCP, `double_loop.rs`): converges where plain BP's messages wander, to
+    /// one of BP's own fixed points, at the cost of more sweeps.
+    pub double_loop: bool,
 }
 
 impl Default for BpOptions {
@@ -231,6 +235,7 @@ impl Default for BpOptions {
             schedule: Schedule::Sequential,
             log_domain: false,
             prune_barren: true,
+            double_loop: false,
         }
     }
 }

@@ -22,15 +22,21 @@ fn opts(schedule: Schedule, log_domain: bool) -> BpOptions {
         schedule,
         log_domain,
         prune_barren: true,
+        double_loop: false,
     }
 }
 
+/// Every schedule, in both domains, and the double loop (whose fixed points are BP's).
 fn all_opts() -> Vec<BpOptions> {
     let mut v = Vec::new();
     for schedule in [Schedule::Sequential, Schedule::Parallel, Schedule::Flooding] {
         for log_domain in [false, true] {
             v.push(opts(schedule, log_domain));
         }
+        v.push(BpOptions {
+            double_loop: true,
+            ..opts(schedule, schedule == Schedule::Parallel)
+        });
     }
     v
 }
@@ -873,6 +879,159 @@ fn bad_inputs_are_errors() {
     let empty = Dag::from_edges(0, &[]).unwrap();
     let m = loopy_bp(&empty, &Cpd::default(), &[], &BpOptions::default()).unwrap();
     assert!(m.p_incorrect.is_empty() && m.convergence.converged);
+}
+
+/// An EPG-shaped graph (28 vertices: statements 0 and 1, values 2..27, two failures observed)
+/// with strong propagation (`p = 0.1`) on which loopy BP wanders: undamped and damped messages
+/// never settle (issue 20 §6).
+fn wandering_graph() -> (Dag, Vec<Option<bool>>, Cpd) {
+    let edges: &[(u32, u32)] = &[
+        (1, 2),
+        (1, 3),
+        (2, 3),
+        (1, 4),
+        (2, 4),
+        (3, 4),
+        (0, 5),
+        (4, 5),
+        (0, 6),
+        (1, 7),
+        (6, 7),
+        (3, 7),
+        (4, 7),
+        (5, 7),
+        (0, 8),
+        (2, 8),
+        (0, 9),
+        (1, 10),
+        (3, 10),
+        (4, 10),
+        (2, 10),
+        (7, 10),
+        (1, 11),
+        (6, 11),
+        (9, 11),
+        (7, 11),
+        (2, 11),
+        (1, 12),
+        (3, 12),
+        (11, 12),
+        (0, 13),
+        (10, 13),
+        (8, 13),
+        (6, 13),
+        (7, 13),
+        (0, 14),
+        (0, 15),
+        (7, 15),
+        (1, 16),
+        (4, 16),
+        (5, 16),
+        (6, 16),
+        (0, 17),
+        (12, 17),
+        (2, 17),
+        (0, 18),
+        (4, 18),
+        (1, 19),
+        (8, 19),
+        (2, 19),
+        (4, 19),
+        (1, 20),
+        (7, 20),
+        (15, 20),
+        (14, 20),
+        (1, 21),
+        (5, 21),
+        (0, 22),
+        (20, 22),
+        (8, 22),
+        (11, 22),
+        (1, 23),
+        (9, 23),
+        (1, 24),
+        (20, 24),
+        (21, 24),
+        (0, 25),
+        (17, 25),
+        (1, 26),
+        (1, 27),
+        (11, 27),
+        (14, 27),
+        (24, 27),
+        (15, 27),
+    ];
+    let mut ev = vec![None; 28];
+    (ev[21], ev[22], ev[23], ev[27]) = (Some(true), Some(true), Some(false), Some(false));
+    let cpd = Cpd {
+        p: 0.1,
+        prior: 0.85,
+    };
+    (Dag::from_edges(28, edges).unwrap(), ev, cpd)
+}
+
+#[test]
+fn the_double_loop_converges_where_bp_wanders() {
+    let (dag, ev, cpd) = wandering_graph();
+    let base = BpOptions {
+        tol: 1e-7,
+        max_iter: 2000,
+        ..BpOptions::default()
+    };
+    // What `localize` tried before the double loop: undamped, then damping 0.5.
+    for damping in [0.0, 0.5] {
+        let m = loopy_bp(&dag, &cpd, &ev, &BpOptions { damping, ..base }).unwrap();
+        assert!(
+            !m.convergence.converged,
+            "damping {damping}: {:?}",
+            m.convergence
+        );
+        assert!(m.convergence.max_change > 0.01, "{:?}", m.convergence);
+    }
+    let dl = BpOptions {
+        double_loop: true,
+        tol: 1e-10,
+        max_iter: 20_000,
+        ..base
+    };
+    let seq = loopy_bp(&dag, &cpd, &ev, &dl).unwrap();
+    assert!(seq.convergence.converged, "{:?}", seq.convergence);
+    // The same fixed point from every schedule (blocks of 2-3 vertices; flooding).
+    let blocks = with_threads(2, || {
+        bp_blocks(
+            &dag,
+            &cpd,
+            &ev,
+            &BpOptions {
+                schedule: Schedule::Parallel,
+                ..dl
+            },
+            2,
+        )
+    })
+    .unwrap();
+    let flood = loopy_bp(
+        &dag,
+        &cpd,
+        &ev,
+        &BpOptions {
+            schedule: Schedule::Flooding,
+            ..dl
+        },
+    )
+    .unwrap();
+    for m in [&blocks, &flood] {
+        assert!(m.convergence.converged, "{:?}", m.convergence);
+        let d = max_abs_diff(&m.p_incorrect, &seq.p_incorrect);
+        assert!(d < 1e-6, "{d}");
+    }
+    // The failures make some statement suspicious, and the observed values keep their clamps.
+    assert!(
+        seq.p_incorrect[0].max(seq.p_incorrect[1]) > 0.15,
+        "{:?}",
+        seq.p_incorrect
+    );
+    assert_eq!((seq.p_incorrect[23], seq.p_incorrect[21]), (1.0, 0.0));
 }
 
 #[test]
