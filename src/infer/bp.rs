@@ -245,7 +245,8 @@ impl Engine<'_> {
     }
 
     /// Double-loop BP: the belief `v` hands its factors, from BP's sum `t` of its incoming
-    /// factor messages (`None`: plain BP, use `t`).
+    /// factor messages (`None`: plain BP, use `t`). `v`'s bounded entropy weighs
+    /// `κ = |Ch(v)| - 1` (its own factor pairs with one unit; `double_loop.rs`).
     #[inline]
     fn anchored(&self, v: usize, t: f64) -> Option<f64> {
         let children = self.dag.ch_off()[v + 1] - self.dag.ch_off()[v];

@@ -18,18 +18,23 @@
 //! belief a variable hands its factors is
 //!
 //! ```text
-//! b_i ∝ [ (b_i^t)^{n_i} · Π_{α ∋ i} m_{α→i} ]^{1 / (n_i + 1)},     μ_{i→α} ∝ b_i / m_{α→i}
+//! b_i ∝ [ (b_i^t)^{κ_i} · Π_{α ∋ i} m_{α→i} ]^{1 / (κ_i + 1)},     μ_{i→α} ∝ b_i / m_{α→i}
 //! ```
 //!
-//! i.e. in log-odds `ℓ_i = (n_i · a_i + t_i) / (n_i + 1)` with `a_i` the *anchor* (the log-odds of
-//! `b_i^t`) and `t_i` BP's sum of incoming factor messages. Every outer step lowers `F`, so the
-//! double loop settles where plain BP wanders; where it settles, `ℓ_i = a_i = t_i`, so its fixed
-//! points are exactly BP's (the same beliefs BP would give if it converged).
+//! i.e. in log-odds `ℓ_i = (κ_i · a_i + t_i) / (κ_i + 1)` with `a_i` the *anchor* (the log-odds of
+//! `b_i^t`) and `t_i` BP's sum of incoming factor messages. Yuille bounds all of `n_i H_i`
+//! (`κ_i = n_i`); we use the tighter split of Heskes (2006, "Convexity arguments for efficient
+//! minimization of the Bethe and Kikuchi free energies"): each factor `f_v` of the EPG pairs its
+//! entropy with its child's, `-H_{f_v} + H_v` is convex, so only `κ_v = n_v - 2 = |Ch(v)| - 1`
+//! units of `H_v` need bounding, and a vertex with at most one child is not anchored at all.
+//! Where the double loop settles, `ℓ_i = a_i = t_i`: its fixed points are exactly BP's (the same
+//! beliefs BP would give if it converged; the polytree and reference-BP tests run it too).
 //!
-//! The inner loop is run with the ordinary sweeps of the schedule until its messages stop moving
-//! (or for at most [`MAX_INNER`] sweeps), then the anchors move to the inner loop's beliefs. The
-//! run has converged when an inner loop settled within `tol` and the anchors moved less than
-//! `tol` (both in probability).
+//! Each outer step lowers `F` when its inner problem is solved. The inner loop is the
+//! schedule's ordinary sweeps; it starts with one sweep per outer step, which was the fastest
+//! on every EPG measured (docs/model.md), and doubles its sweeps (up to [`MAX_INNER`]) whenever
+//! the outer loop stalls. The run has converged when a sweep's messages and the anchors both
+//! moved less than `tol` (in probability).
 
 use rayon::prelude::*;
 
@@ -48,9 +53,10 @@ pub(super) struct Anchors {
 }
 
 impl Anchors {
-    /// The inner problem's belief of `v`, `(n·a + t) / (n + 1)`, from BP's sum `t` and the number
-    /// `n` of factors holding `v`. `None` (use `t`) for plain BP, before the first outer step,
-    /// and where `t` or the anchor is certain (exact deductions from evidence stay as they are).
+    /// The inner problem's belief of `v`, `(κ·a + t) / (κ + 1)`, from BP's sum `t` and the
+    /// weight `κ` of `v`'s bounded entropy (`n`). `None` (use `t`) for plain BP, before the first
+    /// outer step, where `κ = 0`, and where `t` or the anchor is certain (exact deductions from
+    /// evidence stay as they are).
     #[inline]
     pub(super) fn belief(&self, v: usize, n: usize, t: f64) -> Option<f64> {
         let a = *self.a.get(v)?;
