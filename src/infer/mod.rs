@@ -286,6 +286,31 @@ pub struct Marginals {
     pub convergence: Convergence,
 }
 
+/// The first vertex (in topological order) observed incorrect that no parent can explain: each
+/// of its parents is observed correct or can only be correct (every path into it starts at
+/// observed-correct vertices), so the evidence has probability zero. `None` if every vertex
+/// observed incorrect has a parent that can be incorrect (or is a root with `prior < 1`).
+///
+/// BP detects impossible evidence where a message first loses all its mass, which may be a
+/// statement vertex far from the failure; this names the failure that cannot be explained.
+pub fn unexplained_failure(dag: &Dag, cpd: &Cpd, evidence: &[Option<bool>]) -> Option<u32> {
+    let mut can = vec![false; dag.len()];
+    for &v in dag.topological_order() {
+        let parents = dag.parents(v);
+        let possible = if parents.is_empty() {
+            cpd.prior < 1.0
+        } else {
+            cpd.p < 1.0 && parents.iter().any(|&u| can[u as usize])
+        };
+        match evidence[v as usize] {
+            Some(false) if !possible => return Some(v),
+            Some(true) => {}
+            _ => can[v as usize] = possible,
+        }
+    }
+    None
+}
+
 /// Checks the evidence length against the graph.
 fn check_evidence(dag: &Dag, evidence: &[Option<bool>]) -> Result<(), InferError> {
     if evidence.len() != dag.len() {

@@ -315,14 +315,23 @@ impl Model {
             r => r,
         };
         result.map_err(|e| match e {
-            infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => Error::Contradiction {
+            infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => {
+                // BP may find the contradiction at a statement (no trace): blame the failure
+                // that cannot be explained, so that its trace can be left out.
+                let v = match vertex_trace(&self.premises.vertices[v as usize]) {
+                    Some(_) => v,
+                    None => infer::unexplained_failure(&dag, cpd, &evidence)
+                        .filter(|&u| (u as usize) < n)
+                        .unwrap_or(v),
+                };
+                Error::Contradiction {
                 trace: vertex_trace(&self.premises.vertices[v as usize]).unwrap_or(usize::MAX),
                 message: format!(
                     "the evidence is contradictory at {} (observed incorrect, but everything it depends on is known correct: \
                      the failure point depends only on test code?)",
                     self.epg.vertex_name(dump, v)
                 ),
-            },
+            }},
             e => Error::Other(format!("inference on {}: {e}", self.name)),
         })
     }

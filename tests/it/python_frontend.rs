@@ -1,6 +1,8 @@
 //! The Python front-end end to end: the real tracer, the CLI, inference and counterfactual re-runs
 //! on the example projects in fixtures/python (each with one known faulty line).
 
+use std::process::Output;
+
 use serde_json::Value;
 
 use crate::common::*;
@@ -252,21 +254,17 @@ fn python_bad_input() {
     );
 }
 
-/// `with pytest.raises(E): f()` failing with DID NOT RAISE: the failure is the absence of an
-/// exception, and the model finds nothing in code under test that the failing value depends on
-/// (contradictory evidence). `localize` used to exit 2 with no ranking; now it leaves the trace
-/// out with a warning naming the test, falls back on the spectrum likelihood when no failing
-/// trace is left, says so on stderr and in every format, and ranks the faulty line.
-#[test]
-fn contradictory_failure_falls_back_to_the_spectrum() {
-    require_pytest();
-    let dir = root().join("fixtures/python/raises_not_raised");
+/// Traces `fixtures/python/NAME` (pytest `tests` plus `args`) into a fresh dump and runs
+/// `localize --no-cfx --format FORMAT` on it: (dump dir guard, output).
+fn trace_and_localize(name: &str, args: &[&str], format: &str) -> (tempfile::TempDir, Output) {
+    let dir = root().join("fixtures/python").join(name);
     let dump = tempfile::tempdir().unwrap();
     let d = dump.path().join("d");
     let o = bin()
         .current_dir(&dir)
         .args(["trace", "--src", "src", "--out", d.to_str().unwrap(), "--"])
         .args(["python3", "-m", "pytest", "-q", "tests"])
+        .args(args)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -275,31 +273,99 @@ fn contradictory_failure_falls_back_to_the_spectrum() {
         d.to_str().unwrap(),
         "--no-cfx",
         "--format",
-        "json",
+        format,
     ]);
+    (dump, o)
+}
+
+/// Issue 20 §1: `with pytest.raises(E): f()` failing with DID NOT RAISE. The exception comes
+/// from the `with`'s exit, which depends on test code only; the failure is what the body did,
+/// so the front-end puts the failure point on the body's last step (the call of code under
+/// test). The trace is kept (it used to be left out as contradictory, with the spectrum alone
+/// ranking the faulty line 2nd-3rd in a tie), and the faulty check is ranked from it.
+#[test]
+fn did_not_raise_is_the_failure_of_the_call_in_the_with_block() {
+    require_pytest();
+    let (dump, o) = trace_and_localize("raises_not_raised", &[], "json");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("test_zero_is_rejected left out of the model")
-            && stderr.contains("spectrum likelihood alone"),
-        "{stderr}"
+    assert!(!stderr.contains("left out of the model"), "{stderr}");
+    let d = prosecutor::dump::Dump::load(&dump.path().join("d")).unwrap();
+    let t = d
+        .manifest
+        .tests
+        .iter()
+        .find(|t| t.id.ends_with("test_zero_is_rejected"))
+        .unwrap();
+    assert_eq!(
+        t.failure.as_deref(),
+        Some("Failed: DID NOT RAISE ValueError")
+    );
+    let tr = d
+        .traces
+        .iter()
+        .find(|tr| d.manifest.tests[tr.test].id == t.id)
+        .unwrap();
+    let step = &tr.steps[t.failure_step.unwrap() as usize];
+    let stmt = &d.stmts[step.stmt as usize];
+    assert_eq!(
+        (stmt.line, stmt.text.as_str()),
+        (22, "parse_port(\"0\")"),
+        "{stmt:?}"
     );
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(r["warnings"].as_array().unwrap().len(), 2, "{r}");
-    let ranking = r["ranking"].as_array().unwrap();
-    let faulty = ranking
+    assert_eq!(r["warnings"], serde_json::json!([]), "{r}");
+    let faulty = r["ranking"]
+        .as_array()
+        .unwrap()
         .iter()
         .find(|e| e["file"] == "parse_port.py" && e["line"] == 3)
         .expect("the faulty line is ranked");
-    // the failing test ran lines 2, 3 and 5; line 5 only the failing test and one passing test
-    assert!(faulty["rank"].as_u64().unwrap() <= 3, "{faulty}");
-    let csv = run(&[
-        "localize",
-        d.to_str().unwrap(),
-        "--no-cfx",
-        "--format",
-        "csv",
-    ]);
+    assert!(faulty["rank"].as_u64().unwrap() <= 2, "{faulty}");
+}
+
+/// Issue 20 §1: a failing test whose failure depends on test code only (here a platform check
+/// after a call of code under test) cannot be connected to code under test. BP finds the
+/// contradiction at a statement of test code, which names no trace; `localize` used to exit 2
+/// there. Now the failure that cannot be explained is found and its trace left out with a
+/// warning naming the test, the other failing trace ranks the faulty line, and with no failing
+/// trace left the ranking is the spectrum likelihood alone, said on stderr and in every format.
+#[test]
+fn a_failure_that_depends_on_test_code_only_is_left_out() {
+    require_pytest();
+    let (_dump, o) = trace_and_localize("unconnected_failure", &[], "json");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("test_windows_separator left out of the model")
+            && !stderr.contains("spectrum likelihood alone"),
+        "{stderr}"
+    );
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        r["convergence"]["runs"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{r}"
+    );
+    // ranked from the model, not a spectrum tie: the faulty line right behind the return
+    // that hands its value on
+    let ranking = r["ranking"].as_array().unwrap();
+    assert_eq!(ranking[1]["rank"], 2, "{}", r["ranking"]);
+    let faulty = ranking
+        .iter()
+        .find(|e| e["file"] == "exitcode.py" && e["line"] == 8)
+        .expect("the faulty line is ranked");
+    assert!(faulty["rank"].as_u64().unwrap() <= 2, "{faulty}");
+
+    let (_dump, o) = trace_and_localize("unconnected_failure", &["-k", "not wraps"], "json");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("spectrum likelihood alone"), "{stderr}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["warnings"].as_array().unwrap().len(), 2, "{r}");
+    assert!(!r["ranking"].as_array().unwrap().is_empty(), "{r}");
+    let (_dump, csv) = trace_and_localize("unconnected_failure", &["-k", "not wraps"], "csv");
     let text = String::from_utf8_lossy(&csv.stdout);
     assert!(
         text.contains("# warning: no failing trace could be connected"),

@@ -755,7 +755,7 @@ def pytest_runtest_makereport(item, call):
             step = _origin_step(rec, exc)
             if step is None or step < 0 or step >= min(rec.nsteps, st.step_cap):
                 step = min(rec.nsteps, st.step_cap) - 1
-            t["failure_step"] = step
+            t["failure_step"] = _with_body_step(st, rec, step)
     if (rec is not None and not rec.root_seen) or (rec is None and failed):
         t["untraced"] = True
     if rec is not None:
@@ -783,6 +783,30 @@ def pytest_runtest_makereport(item, call):
         return
     st.by_id[item.nodeid] = t
     st.tests.append(t)
+
+
+_WITH_EXIT = re.compile(r":exit(#\d+)?$")
+
+
+def _with_body_step(st, rec, step):
+    """A failure raised by the exit of a `with` block of test code is about what the block's
+    body did: `with pytest.raises(E): f()` failing with DID NOT RAISE, unittest's
+    `with self.assertRaises(E)` ("E not raised"), a `match=` that did not match. The exit step
+    depends only on the context manager (test code), so the failure point becomes the body's
+    last step in the same frame (the call of code under test, whose value is then observed
+    incorrect; issue 20 §1). Any other step is returned as it is."""
+    nodes, frames = rec.steps_node, rec.steps_frame
+    if step >= len(nodes) or not isinstance(nodes[step], str) or not _WITH_EXIT.search(nodes[step]):
+        return step
+    nid = nodes[step]
+    if not any(f is not None and f.role == "test" and nid in f.nodes for f in st.reg.files.values()):
+        return step
+    entry = _WITH_EXIT.sub("", nid)
+    for k in range(step - 1, -1, -1):
+        if frames[k] == frames[step]:
+            # the body ran nothing in this frame when the previous step is the `with` itself
+            return step if nodes[k].split("#")[0] == entry else k
+    return step
 
 
 def _origin_step(rec, exc):
