@@ -228,12 +228,12 @@ pub struct TraceArgs {
     /// test: a test's time limit under tracing becomes at least 150 times its plain duration, and
     /// tests whose outcome tracing changes (pass plainly, fail traced, or the reverse) are left
     /// out of the dump with a warning. Skip it for suites too slow to run twice (also
-    /// `PROSECUTOR_PLAIN_RUN=0`, which `eval` honours).
+    /// `PROSECUTOR_PLAIN_RUN=0`; `eval --no-plain-run`).
     #[arg(long)]
     pub no_plain_run: bool,
     /// Begin every trace with the import-time code of the modules under test (module and class
     /// bodies run when pytest imports them), so that a wrong module constant, class attribute or
-    /// default argument can be ranked (also `PROSECUTOR_SETUP=1`, which `eval` honours). Off by
+    /// default argument can be ranked (also `PROSECUTOR_SETUP=1`; `eval --import-time`). Off by
     /// default: on real projects its statements crowd the ranking (docs/evaluation.md).
     #[arg(long)]
     pub import_time: bool,

@@ -76,6 +76,9 @@ pub struct Settings<'a> {
     pub test_timeout: Duration,
     /// Step limit of every PROSECUTOR model (see `localize::Options::max_steps`).
     pub max_steps: Option<usize>,
+    /// Tracing: skip the plain pre-run; begin traces with the import-time code.
+    pub no_plain_run: bool,
+    pub import_time: bool,
 }
 
 /// One technique on one case.
@@ -150,6 +153,7 @@ fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
                 test,
                 &out,
                 timeout.map_or(s.test_timeout, Duration::from_secs_f64),
+                s,
             )?;
             let secs = start.elapsed().as_secs_f64();
             Ok((
@@ -167,10 +171,13 @@ fn trace_python(
     test: &[String],
     out: &Path,
     timeout: Duration,
+    s: &Settings,
 ) -> Result<(), String> {
     let mut o = crate::frontend::python::PythonTraceOptions::new(src, out, test.to_vec());
     o.cwd = dir.to_owned();
     o.test_timeout = timeout;
+    o.plain_run &= !s.no_plain_run;
+    o.import_time |= s.import_time;
     crate::frontend::python::trace(&o)
         .map(|_| ())
         .map_err(|e| format!("tracing failed: {e}"))

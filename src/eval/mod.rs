@@ -76,6 +76,13 @@ pub struct EvalArgs {
     /// `w/o compression` ablation on an endless loop); 0 = no limit.
     #[arg(long, default_value_t = 2_000_000)]
     pub max_steps: usize,
+    /// Trace without the plain pre-run (as `trace --no-plain-run`; also `PROSECUTOR_PLAIN_RUN=0`).
+    #[arg(long)]
+    pub no_plain_run: bool,
+    /// Begin every trace with the import-time code (as `trace --import-time`; also
+    /// `PROSECUTOR_SETUP=1`).
+    #[arg(long)]
+    pub import_time: bool,
 }
 
 /// A baseline's ranking of a dump, as a `localize` report (same printing, same shape).
@@ -140,6 +147,8 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         reuse_cfx: !a.rerun_cfx,
         test_timeout: Duration::from_secs_f64(a.test_timeout),
         max_steps: (a.max_steps > 0).then_some(a.max_steps),
+        no_plain_run: a.no_plain_run,
+        import_time: a.import_time,
     };
     let bar = crate::progress::bar(m.cases.len() as u64, "eval");
     // one case per job: cases differ in cost by orders of magnitude

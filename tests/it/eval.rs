@@ -370,3 +370,45 @@ fn traced_case_is_not_traced_again() {
     assert!(a.iter().any(|e| e.2 == "\"pass\""), "{a:?}");
     assert_eq!(a, with_cfx(), "the experiments were run again");
 }
+
+/// `eval --no-plain-run --import-time` traces as `trace` does with the same flags (they used to
+/// be reachable from `eval` only through the environment).
+#[test]
+fn eval_passes_the_tracing_flags_on() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let project: PathBuf = root().join("fixtures/python/module_constant");
+    let m = dir.path().join("py.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "[[case]]\nname = \"mc\"\ndir = \"{}\"\nsrc = \"src\"\ntest = [\"python3\", \"-m\", \"pytest\", \"-q\", \"tests\"]\nfaulty = [\"grading.py:3\"]\n",
+            project.display()
+        ),
+    )
+    .unwrap();
+    let notes = |flags: &[&str]| {
+        let out = dir.path().join(format!("out{}", flags.len()));
+        let mut args = vec!["eval", m.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        args.extend(["--no-cfx"].iter().chain(flags));
+        let o = run(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let d = prosecutor::dump::Dump::load(&out.join("dumps/mc")).unwrap();
+        let get = |k: &str| d.manifest.notes.get(k).cloned();
+        (get("plain_run"), get("setup_steps"))
+    };
+    let (plain, setup) = notes(&[]);
+    assert_eq!(plain, Some(toml::Value::Boolean(true)));
+    assert_eq!(setup, Some(toml::Value::Integer(0)));
+    let (plain, setup) = notes(&["--no-plain-run", "--import-time"]);
+    assert_eq!(plain, Some(toml::Value::Boolean(false)));
+    assert!(
+        matches!(setup, Some(toml::Value::Integer(n)) if n > 0),
+        "{setup:?}"
+    );
+}
