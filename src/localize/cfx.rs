@@ -85,8 +85,10 @@ pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> 
             continue;
         };
         let tr = &dump.traces[trace as usize];
+        let test = &dump.manifest.tests[tr.test];
         if dump.failure_step(tr).is_none()
-            || step < dump.manifest.tests[tr.test].setup_steps.unwrap_or(0)
+            || step < test.setup_steps.unwrap_or(0)
+            || (dump.failure_step(tr) == Some(step) && unevaluated_failure(test))
         {
             continue;
         }
@@ -125,6 +127,14 @@ pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> 
             }
         })
         .collect()
+}
+
+/// Whether the failure point of `test` is unevaluated: it failed with an exception other than
+/// an assertion, or was stopped by the tracer. A branch there never produced an outcome (its condition raised, or
+/// the run was cut while it evaluated it), so no re-run can flip it. (A failed `assert` of code
+/// under test is an outcome, `failure_kind = "assertion"`, and stays a candidate.)
+fn unevaluated_failure(test: &crate::dump::TestCase) -> bool {
+    matches!(test.failure_kind.as_deref(), Some("exception" | "timeout"))
 }
 
 /// Checks that results read from a file correspond to the plan (same test, statement and

@@ -414,6 +414,28 @@ fn plan_skips_setup_steps_and_files_that_cannot_be_flipped() {
         later.iter().all(|e| e["step"].as_u64().unwrap() >= 11),
         "{later:?}"
     );
+    // A branch at the failure point of a test that failed with an exception never produced an
+    // outcome (its condition raised); a failed assertion there did.
+    let at_branch = |kind: &str| {
+        manifest
+            .replacen("failure_step = 15", "failure_step = 11", 1)
+            .replacen(
+                "failure_kind = \"assertion\"",
+                &format!("failure_kind = \"{kind}\""),
+                1,
+            )
+    };
+    for (kind, planned) in [
+        ("assertion", true),
+        ("exception", false),
+        ("timeout", false),
+    ] {
+        std::fs::write(d.join("manifest.toml"), at_branch(kind)).unwrap();
+        let p = plan(&d);
+        let has11 = p.iter().any(|e| e["step"] == 11);
+        assert_eq!(has11, planned, "{kind}: {p:?}");
+        assert!(p.iter().any(|e| e["step"] == 10), "{kind}: {p:?}");
+    }
     std::fs::write(
         d.join("manifest.toml"),
         format!(
