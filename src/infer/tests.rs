@@ -1035,6 +1035,34 @@ fn the_double_loop_converges_where_bp_wanders() {
 }
 
 #[test]
+fn unexplained_failure_names_the_failure_not_where_bp_noticed() {
+    // test statement t (observed correct) -> failing value f (observed incorrect): nothing can
+    // explain f. App statement a -> value x (unobserved) -> value y (observed incorrect): a
+    // explains y.
+    let (t, f, a, x, y) = (0u32, 1, 2, 3, 4);
+    let dag = Dag::from_edges(5, &[(t, f), (a, x), (x, y)]).unwrap();
+    let cpd = Cpd::default();
+    let mut ev = vec![Some(true), Some(false), None, None, Some(false)];
+    assert_eq!(unexplained_failure(&dag, &cpd, &ev), Some(f));
+    assert!(matches!(
+        loopy_bp(&dag, &cpd, &ev, &BpOptions::default()),
+        Err(InferError::ImpossibleEvidence { .. })
+    ));
+    // without the unexplained failure the evidence is possible
+    ev[f as usize] = None;
+    assert_eq!(unexplained_failure(&dag, &cpd, &ev), None);
+    assert!(loopy_bp(&dag, &cpd, &ev, &BpOptions::default()).is_ok());
+    // a value whose only parent is observed correct cannot be incorrect either
+    ev[x as usize] = Some(true);
+    assert_eq!(unexplained_failure(&dag, &cpd, &ev), Some(y));
+    // a root observed incorrect explains itself (prior < 1), unless the prior is certain
+    let root = vec![None, None, Some(false), None, None];
+    assert_eq!(unexplained_failure(&dag, &cpd, &root), None);
+    let certain = Cpd { prior: 1.0, ..cpd };
+    assert_eq!(unexplained_failure(&dag, &certain, &root), Some(a));
+}
+
+#[test]
 fn reports_non_convergence_honestly() {
     let (dag, ev) = synthetic_dag(3000, 5);
     let o = BpOptions {
