@@ -268,72 +268,41 @@ impl Model {
         }
         let dag = Dag::from_edges(n + cfx.len(), &pairs)
             .map_err(|e| Error::Other(format!("{}: {e}", self.name)))?;
-        let run = |bp: &BpOptions| infer::loopy_bp(&dag, cpd, &evidence, bp);
-        // Undamped loopy BP can oscillate on EPGs whose statement vertices are shared by many
-        // loop iterations or recursive calls; a damped retry (same fixed points) usually
-        // converges. An undamped run that has not converged after UNDAMPED_MAX_ITER iterations
-        // is taken to oscillate. The reported convergence is that of the returned marginals.
-        let undamped = bp.damping == 0.0;
-        let first = if undamped && !bp.double_loop {
-            run(&BpOptions {
-                max_iter: bp.max_iter.min(UNDAMPED_MAX_ITER),
-                ..*bp
-            })
-        } else {
-            run(bp)
-        };
-        let result = match first {
-            Ok(m) if !m.convergence.converged && undamped && !bp.double_loop => {
-                let damped = BpOptions {
-                    damping: RETRY_DAMPING,
-                    ..*bp
-                };
-                let m = match run(&damped) {
-                    Ok(m2)
-                        if m2.convergence.converged
-                            || m2.convergence.max_change < m.convergence.max_change =>
-                    {
-                        m2
-                    }
-                    _ => m,
-                };
-                if m.convergence.converged {
-                    Ok(m)
-                } else {
-                    // The messages wander (issue 20 §6): the double loop settles on one of BP's
-                    // own fixed points (src/infer/double_loop.rs).
-                    match run(&BpOptions {
-                        double_loop: true,
-                        max_iter: bp.max_iter.saturating_mul(DOUBLE_LOOP_ITER_FACTOR),
-                        ..*bp
-                    }) {
-                        Ok(m3) if m3.convergence.converged => Ok(m3),
-                        _ => Ok(m),
-                    }
-                }
-            }
-            r => r,
-        };
+        let result = bp_with_retries(|o| infer::loopy_bp(&dag, cpd, &evidence, o), bp);
         result.map_err(|e| match e {
             infer::InferError::ImpossibleEvidence { vertex: Some(v) } if (v as usize) < n => {
-                // BP may find the contradiction at a statement (no trace): blame the failure
-                // that cannot be explained, so that its trace can be left out.
-                let v = match vertex_trace(&self.premises.vertices[v as usize]) {
-                    Some(_) => v,
-                    None => infer::unexplained_failure(&dag, cpd, &evidence)
-                        .filter(|&u| (u as usize) < n)
-                        .unwrap_or(v),
-                };
-                Error::Contradiction {
-                trace: vertex_trace(&self.premises.vertices[v as usize]).unwrap_or(usize::MAX),
-                message: format!(
-                    "the evidence is contradictory at {} (observed incorrect, but everything it depends on is known correct: \
-                     the failure point depends only on test code?)",
-                    self.epg.vertex_name(dump, v)
-                ),
-            }},
+                self.contradiction(dump, &dag, cpd, &evidence, v)
+            }
             e => Error::Other(format!("inference on {}: {e}", self.name)),
         })
+    }
+
+    /// The error for evidence of probability zero that BP noticed at vertex `v`. BP may notice
+    /// it at a statement (no trace): the failure that nothing can explain is blamed instead, so
+    /// that `localize` can leave its trace out.
+    fn contradiction(
+        &self,
+        dump: &Dump,
+        dag: &Dag,
+        cpd: &Cpd,
+        evidence: &[Option<bool>],
+        v: u32,
+    ) -> Error {
+        let n = self.premises.vertices.len();
+        let v = match vertex_trace(&self.premises.vertices[v as usize]) {
+            Some(_) => v,
+            None => infer::unexplained_failure(dag, cpd, evidence)
+                .filter(|&u| (u as usize) < n)
+                .unwrap_or(v),
+        };
+        Error::Contradiction {
+            trace: vertex_trace(&self.premises.vertices[v as usize]).unwrap_or(usize::MAX),
+            message: format!(
+                "the evidence is contradictory at {} (observed incorrect, but everything it depends \
+                 on is known correct: the failure point depends only on test code?)",
+                self.epg.vertex_name(dump, v)
+            ),
+        }
     }
 
     /// `Pr(¬l | e)` per executed statement; with `spectrum` (log-likelihood ratios and their
@@ -378,6 +347,53 @@ impl Model {
             converged: c.converged,
         }
     }
+}
+
+/// Loopy BP as `localize` runs it (docs/model.md, "Inference"). Undamped BP can oscillate on
+/// EPGs whose statement vertices are shared by many loop iterations or recursive calls: an
+/// undamped run that has not converged after [`UNDAMPED_MAX_ITER`] iterations is retried with
+/// damping [`RETRY_DAMPING`] (same fixed points), and if its messages still wander (issue 20
+/// §6), with the double loop, which settles on one of BP's own fixed points
+/// (`src/infer/double_loop.rs`). The first retry that converges is returned, else the run
+/// with the smallest final change; the reported convergence is that of the returned marginals.
+/// Explicit `--damping` or `--double-loop` runs exactly as asked.
+fn bp_with_retries(
+    run: impl Fn(&BpOptions) -> Result<Marginals, infer::InferError>,
+    bp: &BpOptions,
+) -> Result<Marginals, infer::InferError> {
+    if bp.damping != 0.0 || bp.double_loop {
+        return run(bp);
+    }
+    let mut best = run(&BpOptions {
+        max_iter: bp.max_iter.min(UNDAMPED_MAX_ITER),
+        ..*bp
+    })?;
+    let retries = [
+        BpOptions {
+            damping: RETRY_DAMPING,
+            ..*bp
+        },
+        BpOptions {
+            double_loop: true,
+            max_iter: bp.max_iter.saturating_mul(DOUBLE_LOOP_ITER_FACTOR),
+            ..*bp
+        },
+    ];
+    for o in retries {
+        if best.convergence.converged {
+            break;
+        }
+        match run(&o) {
+            Ok(m)
+                if m.convergence.converged
+                    || m.convergence.max_change < best.convergence.max_change =>
+            {
+                best = m
+            }
+            _ => {}
+        }
+    }
+    Ok(best)
 }
 
 /// Damping of the retry when undamped belief propagation does not converge.
