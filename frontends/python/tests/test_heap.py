@@ -295,18 +295,24 @@ class Heap:
         with open(os.path.join(self.d, "manifest.toml"), "rb") as fh:
             self.manifest = tomllib.load(fh)
         self.stmts = {r[0]: r for r in dumpcheck.read(self.d, "stmt.facts")}
-        self.steps = {}
+        # per trace: the statement and the frame of each step
+        self.steps, self.step_frame = {}, {}
         for r in dumpcheck.read(self.d, "step.facts"):
             self.steps.setdefault(r[0], []).append(r[2])
+            self.step_frame.setdefault(r[0], []).append(r[3])
         self.rows = {}
         for r in dumpcheck.read(self.d, "heap.facts"):
             self.rows.setdefault(r[0], []).append((int(r[1]), r[2], int(r[3]), r[4]))
 
-    def trace(self, name):
+    def test(self, name):
+        """The manifest entry of the test whose id ends with `::name`."""
         for t in self.manifest["test"]:
             if t["id"].endswith("::" + name):
-                return t.get("trace")
+                return t
         raise KeyError(name)
+
+    def trace(self, name):
+        return self.test(name).get("trace")
 
     def at(self, name, text):
         """(step index, rows) of each step of test `name` whose statement text is `text`."""

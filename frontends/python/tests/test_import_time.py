@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import tomllib
 
 import pytest
 
@@ -20,7 +19,7 @@ sys.path.insert(0, PKG_PARENT)
 
 import dumpcheck  # noqa: E402
 
-from test_heap import CONFTEST, write  # noqa: E402
+from test_heap import CONFTEST, Heap, write  # noqa: E402
 from test_heap import run as _heap_run  # noqa: E402
 
 PROJECT = {
@@ -112,38 +111,25 @@ def outcomes(text):
     return out
 
 
-class Dump:
+class Dump(Heap):
+    """test_heap's dump, with frames and coverage."""
+
     def __init__(self, root, proc):
-        self.d = str(root / "dump")
-        self.proc = proc
-        with open(os.path.join(self.d, "manifest.toml"), "rb") as fh:
-            self.manifest = tomllib.load(fh)
-        self.stmts = {r[0]: r for r in dumpcheck.read(self.d, "stmt.facts")}
-        self.steps = {}
-        for r in dumpcheck.read(self.d, "step.facts"):
-            self.steps.setdefault(r[0], []).append((r[2], r[3]))
+        super().__init__(root, proc)
         self.frames = {}
         for r in dumpcheck.read(self.d, "frame.facts"):
             self.frames[(r[0], r[1])] = (r[2], r[3])
-        self.rows = {}
-        for r in dumpcheck.read(self.d, "heap.facts"):
-            self.rows.setdefault(r[0], []).append((int(r[1]), r[2], int(r[3]), r[4]))
         self.coverage = {}
         for r in dumpcheck.read(self.d, "coverage.facts"):
             self.coverage.setdefault(r[0], set()).add(r[1])
 
-    def test(self, name):
-        for t in self.manifest["test"]:
-            if t["id"].endswith("::" + name):
-                return t
-        raise KeyError(name)
-
     def at(self, tr, text):
-        """Step indices of trace `tr` running the statement whose text is `text`."""
-        return [i for i, (nid, _) in enumerate(self.steps[tr]) if self.stmts[nid][5] == text]
+        """Step indices of trace `tr` running the statement whose text is `text` (unlike
+        `Heap.at`, by trace, without the rows)."""
+        return [i for i, nid in enumerate(self.steps[tr]) if self.stmts[nid][5] == text]
 
     def method_of_step(self, tr, i):
-        return self.frames[(tr, self.steps[tr][i][1])][0]
+        return self.frames[(tr, self.step_frame[tr][i])][0]
 
     def link(self, tr, def_text, use_text, use_var):
         """(def step, use step, obj) where a def row of the statement `def_text` and a use row
@@ -175,8 +161,8 @@ def test_wrong_module_constant_is_in_the_failing_trace_and_linked(traced):
     (k,) = traced.at(tr, "THRESHOLD = 5")
     assert traced.method_of_step(tr, k) == "shop/rules.py::<module>"
     # the module body's frame is a callee of the synthetic root, as is the test function
-    assert traced.frames[(tr, traced.steps[tr][0][1])] == ("<prosecutor>::<setup>", "-")
-    assert traced.frames[(tr, traced.steps[tr][k][1])][1] == "0"
+    assert traced.frames[(tr, traced.step_frame[tr][0])] == ("<prosecutor>::<setup>", "-")
+    assert traced.frames[(tr, traced.step_frame[tr][k])][1] == "0"
     link = traced.link(tr, "THRESHOLD = 5", "return qty >= THRESHOLD", "THRESHOLD")
     assert link is not None, traced.rows.get(tr)
     i, u, obj = link
@@ -184,11 +170,11 @@ def test_wrong_module_constant_is_in_the_failing_trace_and_linked(traced):
     assert obj >= 1 << 60                        # a synthetic id, not a CPython id()
     # the failure point is the test's assert, after the prefix
     fs = t["failure_step"]
-    assert traced.steps[tr][fs][0].startswith("tests/test_shop.py:")
+    assert traced.steps[tr][fs].startswith("tests/test_shop.py:")
     assert traced.method_of_step(tr, fs) == "tests/test_shop.py::test_bulk_order"
-    assert fs > u or traced.stmts[traced.steps[tr][fs][0]][5] == "assert not is_bulk(7)"
+    assert fs > u or traced.stmts[traced.steps[tr][fs]][5] == "assert not is_bulk(7)"
     # the module line is covered by the test (the spectrum sees it)
-    assert traced.steps[tr][k][0] in traced.coverage[t["id"]]
+    assert traced.steps[tr][k] in traced.coverage[t["id"]]
 
 
 def test_wrong_class_attribute_is_in_the_failing_trace_and_linked(traced):
@@ -223,8 +209,8 @@ def test_only_relevant_segments_and_notes(traced):
     # every trace begins with the synthetic root's two steps around the module body
     for t in traced.manifest["test"]:
         steps = traced.steps[t["trace"]]
-        assert steps[0][0] == "<prosecutor>:1:0"
-        assert sum(1 for (nid, _) in steps if nid == "<prosecutor>:2:0") == 1
+        assert steps[0] == "<prosecutor>:1:0"
+        assert steps.count("<prosecutor>:2:0") == 1
 
 
 def test_outcomes_equal_a_plain_run(traced, tmp_path):
@@ -254,7 +240,7 @@ def test_dump_is_well_formed(traced):
     for tr, rows in traced.rows.items():
         assert [r[0] for r in rows] == sorted(r[0] for r in rows), "rows not in step order"
         for (i, v, o, m) in rows:
-            stmt = traced.steps[tr][i][0]
+            stmt = traced.steps[tr][i]
             assert v in (defs if m == "def" else uses).get(stmt, ()), (tr, i, stmt, v, m)
             assert (v, m) in access[stmt], (tr, i, stmt, v, m)
 
@@ -265,7 +251,7 @@ def test_setup_recording_can_be_switched_off(tmp_path):
     d = Dump(tmp_path, None)
     tr = d.test("test_bulk_order")["trace"]
     assert d.at(tr, "THRESHOLD = 5") == []
-    assert d.frames[(tr, d.steps[tr][0][1])][1] == "-"
+    assert d.frames[(tr, d.step_frame[tr][0])][1] == "-"
 
 
 def test_flip_numbers_occurrences_as_the_trace(tmp_path):
@@ -297,7 +283,7 @@ def test_flip_numbers_occurrences_as_the_trace(tmp_path):
     assert len(ifs) == 2 and d.method_of_step(tr, ifs[0]) == "shop/norm.py::norm"
     with open(tmp_path / "dump" / "rerun.json") as fh:
         assert json.load(fh)["tests"][t["id"]]["setup_segments"]
-    stmt = d.steps[tr][ifs[0]][0]
+    stmt = d.steps[tr][ifs[0]]
     res = {}
     for occ in (1, 2):
         out = tmp_path / f"flip{occ}.json"
