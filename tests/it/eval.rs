@@ -283,21 +283,28 @@ pub(crate) fn require_pytest() {
     );
 }
 
+/// Writes `DIR/py.toml`: one traced case `name` of the Python fixture `fixture` (pytest on its
+/// `tests`, `src` as SRC) whose fault is `faulty`.
+fn python_case_manifest(dir: &Path, name: &str, fixture: &str, faulty: &str) -> PathBuf {
+    let project = root().join("fixtures/python").join(fixture);
+    let m = dir.join("py.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "[[case]]\nname = \"{name}\"\ndir = \"{}\"\nsrc = \"src\"\ntest = [\"python3\", \"-m\", \"pytest\", \"-q\", \"tests\"]\nfaulty = [\"{faulty}\"]\n",
+            project.display()
+        ),
+    )
+    .unwrap();
+    m
+}
+
 /// A traced case: the dump lands in OUT/dumps/<name>; a second run reuses it (no re-trace).
 #[test]
 fn traced_case_is_not_traced_again() {
     require_pytest();
     let dir = tempfile::tempdir().unwrap();
-    let project: PathBuf = root().join("fixtures/python/leftpad_fig3");
-    let m = dir.path().join("py.toml");
-    std::fs::write(
-        &m,
-        format!(
-            "[[case]]\nname = \"lp3\"\ndir = \"{}\"\nsrc = \"src\"\ntest = [\"python3\", \"-m\", \"pytest\", \"-q\", \"tests\"]\nfaulty = [\"leftpad.py:22\"]\n",
-            project.display()
-        ),
-    )
-    .unwrap();
+    let m = python_case_manifest(dir.path(), "lp3", "leftpad_fig3", "leftpad.py:22");
     let out = dir.path().join("out");
     let o = run(&[
         "eval",
@@ -377,16 +384,7 @@ fn traced_case_is_not_traced_again() {
 fn eval_passes_the_tracing_flags_on() {
     require_pytest();
     let dir = tempfile::tempdir().unwrap();
-    let project: PathBuf = root().join("fixtures/python/module_constant");
-    let m = dir.path().join("py.toml");
-    std::fs::write(
-        &m,
-        format!(
-            "[[case]]\nname = \"mc\"\ndir = \"{}\"\nsrc = \"src\"\ntest = [\"python3\", \"-m\", \"pytest\", \"-q\", \"tests\"]\nfaulty = [\"grading.py:3\"]\n",
-            project.display()
-        ),
-    )
-    .unwrap();
+    let m = python_case_manifest(dir.path(), "mc", "module_constant", "grading.py:3");
     let notes = |flags: &[&str]| {
         let out = dir.path().join(format!("out{}", flags.len()));
         let mut args = vec!["eval", m.to_str().unwrap(), "--out", out.to_str().unwrap()];
