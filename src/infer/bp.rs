@@ -249,6 +249,9 @@ impl Engine<'_> {
     /// `κ = |Ch(v)| - 1` (its own factor pairs with one unit; `double_loop.rs`).
     #[inline]
     fn anchored(&self, v: usize, t: f64) -> Option<f64> {
+        if self.anchors.is_unset() {
+            return None; // plain BP: nothing to compute on this hot path
+        }
         let children = self.dag.ch_off()[v + 1] - self.dag.ch_off()[v];
         self.anchors.belief(v, children.saturating_sub(1), t)
     }

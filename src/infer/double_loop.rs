@@ -53,6 +53,12 @@ pub(super) struct Anchors {
 }
 
 impl Anchors {
+    /// Whether no outer step has set the anchors yet (always, for plain BP).
+    #[inline]
+    pub(super) fn is_unset(&self) -> bool {
+        self.a.is_empty()
+    }
+
     /// The inner problem's belief of `v`, `(κ·a + t) / (κ + 1)`, from BP's sum `t` and the
     /// weight `κ` of `v`'s bounded entropy (`n`). `None` (use `t`) for plain BP, before the first
     /// outer step, where `κ = 0`, and where `t` or the anchor is certain (exact deductions from
