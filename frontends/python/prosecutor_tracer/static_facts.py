@@ -846,6 +846,8 @@ class Analyzer:
             else:
                 kind = "call" if main_call(s) is not None else "assign"
             n = self.simple_node(m, s, kind)
+            # `yield x` hands x's value to the consumer as `return x` does: a copy
+            n.copy = isinstance(value, ast.Yield) and isinstance(value.value, ast.Name)
             ns = expr_names(value)
             n.uses |= ns.uses
             n.defs |= ns.defs

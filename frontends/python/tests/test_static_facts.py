@@ -254,3 +254,21 @@ def test_statement_ids_are_unique_and_tab_free():
     ids = list(f.nodes)
     assert len(ids) == len(set(ids))
     assert all("\t" not in n.text and "\n" not in n.text for n in f.nodes.values())
+
+
+def test_copies_hand_over_one_variable_unchanged():
+    f = facts("""
+    def g(x, xs):
+        y = x
+        y += x
+        z = x + 1
+        yield x
+        yield (x, y)
+        yield from xs
+        w = yield x
+        return y
+    """)
+    copies = {line for line in range(3, 11) if node_at(f, line).copy}
+    # `y = x`, `yield x` and `return y` only copy a value; the others compute one
+    # (`w = yield x` defines w from the value the consumer sends)
+    assert copies == {3, 6, 10}
