@@ -43,6 +43,10 @@ const PACKAGE: &[(&str, &str)] = &[
         "prosecutor_tracer/heap.py",
         include_str!("../../frontends/python/prosecutor_tracer/heap.py"),
     ),
+    (
+        "prosecutor_tracer/serve.py",
+        include_str!("../../frontends/python/prosecutor_tracer/serve.py"),
+    ),
 ];
 
 /// Options of one tracing run.

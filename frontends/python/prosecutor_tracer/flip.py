@@ -1,6 +1,7 @@
 """Re-run ONE test with exactly one evaluation of one branch statement inverted.
 
     python3 -m prosecutor_tracer.flip --test ID --stmt S --occurrence N --out F --config rerun.json
+    python3 -m prosecutor_tracer.flip --serve --jobs J --config rerun.json
 
 `rerun.json` (written next to the dump's manifest) holds what reproduces the original run:
 the SRC root, the working directory and the test command (argv).  The test command is run
@@ -8,6 +9,12 @@ again with the prosecutor plugin in flip mode, which deselects every other test,
 same trace (so that occurrences are numbered exactly as in the dump) and inverts the N-th
 evaluation of S.  The result is written to F as JSON:
 ``{"outcome": "pass"|"fail"|"crash", "flipped": bool, "detail": str}``.
+
+``--serve`` is the warm runner: the test command is started once (same cwd and environment,
+the plugin in serve mode), imports and collects once, and then answers requests read as JSON
+lines on stdin, one JSON line each on stdout, running each in a forked child (serve.py,
+docs/frontend-python.md "Warm runner").  This process becomes the test session (exec); its
+stdin / stdout are kept for the protocol, and what the session prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -19,40 +26,38 @@ import subprocess
 import sys
 
 
-def main(argv=None):
+def _parser():
     ap = argparse.ArgumentParser(prog="python3 -m prosecutor_tracer.flip", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--test", required=True, help="test id (pytest node id)")
-    ap.add_argument("--stmt", required=True, help="branch statement id to flip")
-    ap.add_argument("--occurrence", required=True, type=int,
+    ap.add_argument("--test", help="test id (pytest node id)")
+    ap.add_argument("--stmt", help="branch statement id to flip")
+    ap.add_argument("--occurrence", type=int,
                     help="1-based evaluation to flip (0 with an empty --stmt: flip nothing, a control run)")
-    ap.add_argument("--out", required=True, help="where to write the JSON result")
+    ap.add_argument("--out", help="where to write the JSON result")
+    ap.add_argument("--serve", action="store_true",
+                    help="the warm runner: answer JSON-line requests on stdin (no --test/--stmt/--occurrence/--out)")
+    ap.add_argument("--jobs", type=int, default=1, help="--serve: experiments run at once")
     ap.add_argument("--config", help="rerun.json of the dump (src, cwd, command)")
     ap.add_argument("--src", help="SRC root (overrides the config)")
     ap.add_argument("--cwd", help="working directory (overrides the config)")
     ap.add_argument("--timeout", type=float, help="per-test timeout in seconds")
     ap.add_argument("command", nargs="*", help="the test command (overrides the config)")
-    a = ap.parse_args(argv)
+    return ap
 
-    def fail(detail, outcome="crash"):
-        with open(a.out, "w", encoding="utf-8") as fh:
-            json.dump({"outcome": outcome, "flipped": False, "detail": detail}, fh)
-        return 0
 
-    cfg = {}
-    if a.config:
-        try:
-            with open(a.config, encoding="utf-8") as fh:
-                cfg = json.load(fh)
-        except (OSError, ValueError) as e:
-            return fail(f"rerun config error: cannot read {a.config}: {e}")
-    src = a.src or cfg.get("src")
-    cwd = a.cwd or cfg.get("cwd") or os.getcwd()
-    command = a.command or cfg.get("command")
-    if not src or not command:
-        return fail("rerun config error: no SRC or test command given (use --config or --src and the command)")
-    if a.occurrence < 1 and not (a.stmt == "" and a.occurrence == 0):
-        # (an empty --stmt with --occurrence 0 is a control run: the test re-run, nothing flipped)
-        return fail("rerun config error: --occurrence must be >= 1")
+def load_config(path):
+    """(rerun.json as a dict, None) or (None, why it cannot be read); ({}, None) without one."""
+    if not path:
+        return {}, None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh), None
+    except (OSError, ValueError) as e:
+        return None, f"rerun config error: cannot read {path}: {e}"
+
+
+def session_env(a, cfg, src):
+    """The environment of a re-run's test session: the caller's, with the traced run's recorded
+    variables restored, the tracer's package on PYTHONPATH and the plugin in PYTEST_ADDOPTS."""
     env = dict(os.environ)
     pkg_parent = cfg.get("pythonpath") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     recorded = cfg.get("env")
@@ -70,25 +75,57 @@ def main(argv=None):
     env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " -p prosecutor_tracer.plugin").strip()
     env.setdefault("PYTHONHASHSEED", "0")
     env.update({
-        "PROSECUTOR_MODE": "flip",
         "PROSECUTOR_SRC": src,
-        "PROSECUTOR_FLIP_TEST": a.test,
-        "PROSECUTOR_FLIP_STMT": a.stmt,
-        "PROSECUTOR_FLIP_OCC": str(a.occurrence),
-        "PROSECUTOR_FLIP_OUT": os.path.abspath(a.out),
         "PROSECUTOR_TEST_TIMEOUT": str(a.timeout if a.timeout is not None else cfg.get("timeout", 10)),
         "PROSECUTOR_STEP_CAP": str(cfg.get("step_cap", 2_000_000)),
         "PROSECUTOR_TEST_GLOBS": json.dumps(cfg.get("test_globs") or []),
     })
+    if a.config:
+        env["PROSECUTOR_EXCLUDE"] = os.path.dirname(os.path.abspath(a.config))  # the dump itself
+    for k in ("PROSECUTOR_OUT", "PROSECUTOR_STATUS", "PROSECUTOR_FLIP_MATCH"):
+        env.pop(k, None)
+    return env
+
+
+def main(argv=None):
+    ap = _parser()
+    a = ap.parse_args(argv)
+    if not a.serve and None in (a.test, a.stmt, a.occurrence, a.out):
+        ap.error("--test, --stmt, --occurrence and --out are required (or --serve)")
+    cfg, err = load_config(a.config)
+    src = a.src or (cfg or {}).get("src")
+    cwd = a.cwd or (cfg or {}).get("cwd") or os.getcwd()
+    command = a.command or (cfg or {}).get("command")
+    if err is None and (not src or not command):
+        err = "rerun config error: no SRC or test command given (use --config or --src and the command)"
+    if a.serve:
+        return serve(a, cfg, src, cwd, command, err)
+    if err is not None:
+        return _fail(a, err)
+    if a.occurrence < 1 and not (a.stmt == "" and a.occurrence == 0):
+        # (an empty --stmt with --occurrence 0 is a control run: the test re-run, nothing flipped)
+        return _fail(a, "rerun config error: --occurrence must be >= 1")
+    return flip(a, cfg, src, cwd, command)
+
+
+def _fail(a, detail, outcome="crash"):
+    with open(a.out, "w", encoding="utf-8") as fh:
+        json.dump({"outcome": outcome, "flipped": False, "detail": detail}, fh)
+    return 0
+
+
+def flip(a, cfg, src, cwd, command):
+    env = session_env(a, cfg, src)
+    env.update({
+        "PROSECUTOR_MODE": "flip",
+        "PROSECUTOR_FLIP_TEST": a.test,
+        "PROSECUTOR_FLIP_STMT": a.stmt,
+        "PROSECUTOR_FLIP_OCC": str(a.occurrence),
+        "PROSECUTOR_FLIP_OUT": os.path.abspath(a.out),
+    })
     match = (cfg.get("tests") or {}).get(a.test)
     if match:
         env["PROSECUTOR_FLIP_MATCH"] = json.dumps(match)
-    else:
-        env.pop("PROSECUTOR_FLIP_MATCH", None)
-    if a.config:
-        env["PROSECUTOR_EXCLUDE"] = os.path.dirname(os.path.abspath(a.config))  # the dump itself
-    env.pop("PROSECUTOR_OUT", None)
-    env.pop("PROSECUTOR_STATUS", None)
     try:
         os.remove(a.out)
     except OSError:
@@ -96,11 +133,57 @@ def main(argv=None):
     try:
         p = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except OSError as e:
-        return fail(f"test command failed: cannot run {command[0]!r}: {e}")
+        return _fail(a, f"test command failed: cannot run {command[0]!r}: {e}")
     if not os.path.exists(a.out):
         tail = p.stdout.decode("utf-8", "replace").strip().splitlines()[-5:]
-        return fail(f"test command failed: exit status {p.returncode} without a result: " + " | ".join(tail))
+        return _fail(a, f"test command failed: exit status {p.returncode} without a result: " + " | ".join(tail))
     return 0
+
+
+def serve_args(a):
+    """The arguments that make a flip.py run use this server's configuration (a request the warm
+    runner hands to a cold re-run)."""
+    out = []
+    for opt in ("config", "src", "cwd", "timeout"):
+        v = getattr(a, opt)
+        if v is not None:
+            out += [f"--{opt}", os.path.abspath(v) if opt == "config" else str(v)]
+    return out + (["--", *a.command] if a.command else [])
+
+
+def serve(a, cfg, src, cwd, command, err):
+    """Becomes the test session in serve mode (exec), the protocol on dups of stdin / stdout.
+    Without a session to start, one handshake line says why not (exit status 2)."""
+    if err is None and not hasattr(os, "fork"):
+        err = "no os.fork on this platform"
+    if err is not None:
+        return _not_ready(err)
+    env = session_env(a, cfg, src)
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    os.set_inheritable(proto_in, True)
+    os.set_inheritable(proto_out, True)
+    env.update({
+        "PROSECUTOR_MODE": "serve",
+        "PROSECUTOR_SERVE_FDS": f"{proto_in},{proto_out}",
+        "PROSECUTOR_SERVE_JOBS": str(max(1, a.jobs)),
+        "PROSECUTOR_SERVE_CONFIG": os.path.abspath(a.config) if a.config else "",
+        "PROSECUTOR_SERVE_ARGS": json.dumps(serve_args(a)),
+    })
+    try:
+        os.chdir(cwd)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(2, 1)              # pytest's output goes to stderr, never into the protocol
+        os.execvpe(command[0], command, env)
+    except OSError as e:
+        os.dup2(proto_out, 1)
+        return _not_ready(f"test command failed: cannot run {command[0]!r}: {e}")
+
+
+def _not_ready(why):
+    sys.stdout.write(json.dumps({"ready": False, "error": why}) + "\n")
+    sys.stdout.flush()
+    return 2
 
 
 if __name__ == "__main__":

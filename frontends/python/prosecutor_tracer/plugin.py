@@ -1,9 +1,11 @@
 """pytest plugin (``-p prosecutor_tracer.plugin``) that traces the tests and writes a dump.
 
-It does nothing unless PROSECUTOR_MODE is set ("trace", "flip" or "plain"); see
+It does nothing unless PROSECUTOR_MODE is set ("trace", "flip", "serve" or "plain"); see
 docs/frontend-python.md for the environment variables.  "plain" installs no import hook and
 no tracer: it only records each test's outcome and wall-clock duration (the driver's plain
-pre-run, read by the traced run through PROSECUTOR_PLAIN).
+pre-run, read by the traced run through PROSECUTOR_PLAIN).  "serve" is the warm experiment
+runner: collect once, then run each requested flip as flip mode would, in a forked child
+(serve.py; started by ``flip.py --serve``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
     _heap = None
-from .tracer import Registry, Tracer, TestTimeout, exc_signature
+from .tracer import Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
 
 _state = None
 
@@ -87,6 +89,9 @@ class State:
             flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
             self.flip_test = os.environ.get("PROSECUTOR_FLIP_TEST", "")
             self.flip_out = os.environ.get("PROSECUTOR_FLIP_OUT")
+        elif mode == "serve":
+            flip = ("", 0)   # as a control run until a child is told what to flip
+            self.flip_test, self.flip_out = "", None
         # the plain pre-run (PROSECUTOR_PLAIN, trace mode): node id -> {"outcome", "duration_s"}
         self.plain, self.plain_error = _load_plain(os.environ.get("PROSECUTOR_PLAIN")) if mode == "trace" else (None, None)
         if mode == "trace" and self.plain is None and not self.plain_error:
@@ -108,7 +113,7 @@ class State:
         self.collect_errors = []
         self.internal_error = None   # pytest's INTERNALERROR in a flip run (the test's report lost)
         self.param_counts = {}       # function (node id without parameters) -> parametrizations
-        self.tracer = Tracer(self.reg, step_cap=self.step_cap, flip=flip)
+        self.tracer = (_ServeTracer if mode == "serve" else Tracer)(self.reg, step_cap=self.step_cap, flip=flip)
         self.tests = []           # dicts in run order
         self.by_id = {}
         self.running = None       # node id of the test whose call phase is running
@@ -285,9 +290,11 @@ def _early_setup():
     mode = os.environ.get("PROSECUTOR_MODE")
     if mode == "plain":
         return PlainState()
-    if mode not in ("trace", "flip"):
+    if mode not in ("trace", "flip", "serve"):
         return None
     st = State(None, mode)
+    if mode == "serve":
+        _protocol_fds()
     st.patterns = ["test_*.py", "*_test.py"]
     instrument.set_tracer(st.tracer)
     st.finder = instrument.install(st.reg, st.patterns)
@@ -305,8 +312,9 @@ SETUP_CAP = 200_000
 
 def _start_setup(st):
     # opt-in (`--import-time`, PROSECUTOR_SETUP=1; docs/frontend-python.md "Import-time code"); a
-    # flip re-run counts exactly the segments its test's trace holds (none when it was off)
-    if st.mode != "flip" and os.environ.get("PROSECUTOR_SETUP", "0").strip() != "1":
+    # flip re-run counts exactly the segments its test's trace holds (none when it was off); the
+    # warm runner counts every segment apart (_ServeTracer) and each child keeps its test's
+    if st.mode not in ("flip", "serve") and os.environ.get("PROSECUTOR_SETUP", "0").strip() != "1":
         return
     finder = st.finder
 
@@ -322,17 +330,39 @@ def _start_setup(st):
             fp = json.loads(os.environ.get("PROSECUTOR_FLIP_MATCH") or "null")
         except ValueError:
             fp = None
-        keep = set()
-        if isinstance(fp, dict):
-            try:
-                keep = {int(k) for k in fp.get("setup_segments") or ()}
-            except (TypeError, ValueError):
-                keep = set()
+        keep = _setup_keep(fp)
+    if st.mode in ("flip", "serve"):
         cap = 10 ** 12
     try:
         st.tracer.start_setup(root_ok, cap, keep=keep, record_steps=(st.mode == "trace"))
     except Exception as e:   # never break the test run
         st.tracer.errors.append(f"setup recording: {type(e).__name__}: {e}")
+
+
+def _setup_keep(fp):
+    """The setup segments a failing test's trace holds (its rerun.json fingerprint)."""
+    if not isinstance(fp, dict):
+        return set()
+    try:
+        return {int(k) for k in fp.get("setup_segments") or ()}
+    except (TypeError, ValueError):
+        return set()
+
+
+class _ServeTracer(Tracer):
+    """Serve mode: the setup recording counts each segment's branch evaluations apart
+    (`segment_occ[k]`), so that a child can number occurrences from the segments its test's
+    trace holds, as a flip re-run does (_resume_setup)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.segment_occ = []
+
+    def _begin_segment(self, m):
+        super()._begin_segment(m)
+        if self.setup_keep is None:      # the session: every segment counted, each apart
+            self.segment_occ.append({})
+            self.setup_rec.occ = self.segment_occ[-1]
 
 
 def _stop_setup(st):
@@ -446,7 +476,7 @@ def pytest_internalerror(excrepr, excinfo):
 
 def pytest_collectreport(report):
     st = _state
-    if st is None or st.mode != "flip" or not report.failed:
+    if st is None or st.mode not in ("flip", "serve") or not report.failed:
         return
     try:
         text = str(report.longrepr).strip().splitlines()
@@ -552,15 +582,21 @@ def _fingerprint(st, item):
         return None
 
 
-def _match_flip_test(st, items):
+def _env_fingerprint():
+    try:
+        return json.loads(os.environ.get("PROSECUTOR_FLIP_MATCH") or "null")
+    except ValueError:
+        return None
+
+
+def _match_flip_test(st, items, fp=None):
     """The item to re-run: the node id if it names the same test, else the one test of the same
     function whose parameters have the recorded values, else (same number of parametrizations)
-    the one with the same parameter indices.  Sets st.flip_unmatched / st.flip_matched."""
+    the one with the same parameter indices.  Sets st.flip_unmatched / st.flip_matched.
+    `fp`: the test's fingerprint (rerun.json tests[ID]; default PROSECUTOR_FLIP_MATCH)."""
     want = st.flip_test
-    try:
-        fp = json.loads(os.environ.get("PROSECUTOR_FLIP_MATCH") or "null")
-    except ValueError:
-        fp = None
+    if fp is None:
+        fp = _env_fingerprint()
     exact = [it for it in items if it.nodeid == want]
     if not isinstance(fp, dict) or "base" not in fp:
         return exact[0] if exact else None
@@ -857,6 +893,8 @@ def pytest_sessionfinish(session, exitstatus):
     if st.mode == "flip":
         _finish_flip(st)
         return
+    if st.mode == "serve":
+        return
     try:
         summary = write_dump(st)
         st.write_status(ok=True, **summary)
@@ -886,6 +924,135 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line("prosecutor warning: " + w)
 
 
+# ---------------------------------------------------------------- serve mode (warm runner)
+# `flip.py --serve` starts the test command once with PROSECUTOR_MODE=serve: the session imports
+# and collects as a flip re-run does (same import hook, same setup recording, no test
+# deselected), then, instead of running tests, answers requests (serve.py), each in a child
+# forked from here that becomes a flip re-run of one test (_serve_child). The session itself
+# sets up no fixture and runs no test.
+
+def _protocol_fds():
+    """The protocol's (stdin, stdout) that flip.py --serve kept; no process the session starts
+    inherits them."""
+    try:
+        fds = [int(x) for x in os.environ.get("PROSECUTOR_SERVE_FDS", "").split(",") if x.strip()]
+        for fd in fds:
+            os.set_inheritable(fd, False)
+    except (ValueError, OSError):
+        fds = []
+    return fds
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    st = _state
+    if st is None or st.mode != "serve":
+        return None
+    from . import serve
+    sys.settrace(None)   # the setup recording pauses here; each child resumes it
+    fds = _protocol_fds()
+    if len(fds) != 2:
+        raise pytest.UsageError("prosecutor: serve mode needs PROSECUTOR_SERVE_FDS (run flip.py --serve)")
+    cfg = os.environ.get("PROSECUTOR_SERVE_CONFIG") or ""
+    try:
+        with open(cfg, encoding="utf-8") as fh:
+            st.serve_tests = json.load(fh).get("tests") or {}
+    except (OSError, ValueError, AttributeError):
+        st.serve_tests = {}
+    opt = session.config.option
+    # a flip re-run does not run its test either when collection failed (pytest's runtestloop)
+    st.serve_blocked = bool(session.testsfailed and not opt.continue_on_collection_errors) or opt.collectonly
+    serve.serve(fds[0], fds[1], _env_int("PROSECUTOR_SERVE_JOBS", 1),
+                lambda req: _serve_child(st, session, req), {"tests": len(session.items)})
+    return True
+
+
+def _serve_child(st, session, req):
+    """In a child forked from the serve-mode session: the flip re-run `req` asks for, exactly as
+    flip mode runs it (the same test matching, occurrence numbering, time limit and result);
+    returns the result dict."""
+    _fresh_capture(session.config)
+    test, stmt, occ = req["test"], req.get("stmt", ""), int(req.get("occurrence", 0))
+    fp = st.serve_tests.get(test)
+    counted = _resume_setup(st, _setup_keep(fp))
+    if stmt and occ <= counted.get(stmt, 0):
+        sys.settrace(None)
+        return _cold_flip(test, stmt, occ)
+    st.mode, st.flip_test, st.tracer.flip = "flip", test, (stmt, occ)
+    if isinstance(fp, dict) and st.timeout > 0 and _number(fp.get("timeout")) > st.timeout:
+        st.timeout = _number(fp["timeout"])
+    chosen = _match_flip_test(st, session.items, fp if fp is not None else {})
+    if chosen is not None and not st.serve_blocked:
+        try:
+            chosen.config.hook.pytest_runtest_protocol(item=chosen, nextitem=None)
+        except (KeyboardInterrupt, pytest.exit.Exception):
+            pass        # the session would end here: the test has no report
+        except Exception as e:   # pytest's INTERNALERROR in a flip re-run
+            st.internal_error = sf.one_line(f"{type(e).__name__}: {e}", 200)
+    sys.settrace(None)
+    return _flip_result(st)
+
+
+def _number(v):
+    try:
+        return float(v or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _resume_setup(st, keep):
+    """In a child: the setup recording goes on as a flip re-run's of this test would (counting the
+    segments in `keep` only) until the test's call phase; returns the occurrences counted so far
+    (the evaluations of the kept segments the session ran before the fork)."""
+    tr = st.tracer
+    counted = {}
+    for k in sorted(keep):
+        for nid, n in (tr.segment_occ[k] if k < len(tr.segment_occ) else {}).items():
+            counted[nid] = counted.get(nid, 0) + n
+    if tr.setup_mode and tr.setup_rec is not None:
+        tr.setup_rec.occ = dict(counted)
+        tr.setup_keep = keep
+        scratch = TestRecord("<setup:other>", False)
+        scratch.occ = _NoCount()
+        tr.setup_scratch = scratch
+        tr.cur = tr.setup_rec
+        sys.settrace(tr._global)
+    return counted
+
+
+def _cold_flip(test, stmt, occ):
+    """A flip of an evaluation in import-time code the session already ran: only a new process
+    can flip it (flip.py, as the cold runner does), run from this child."""
+    import tempfile
+    from . import flip
+    fd, out = tempfile.mkstemp(prefix="prosecutor-flip-", suffix=".json")
+    os.close(fd)
+    args = json.loads(os.environ.get("PROSECUTOR_SERVE_ARGS") or "[]")
+    flip.main(["--test", test, "--stmt", stmt, "--occurrence", str(occ), "--out", out] + args)
+    try:
+        with open(out, encoding="utf-8") as fh:
+            res = json.load(fh)
+        os.remove(out)
+    except (OSError, ValueError) as e:
+        res = {"outcome": "crash", "flipped": False, "detail": f"test command failed: no result: {e}"}
+    res["runner"] = "cold"
+    return res
+
+
+def _fresh_capture(config):
+    """A child gets capture files of its own: the session's are shared by every child (one file
+    offset), and pytest truncates them while reading."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is None or getattr(capman, "_global_capturing", None) is None:
+        return
+    try:
+        capman._global_capturing = None
+        capman.start_global_capturing()
+        capman.suspend_global_capture()
+    except Exception:
+        pass
+
+
 # ---------------------------------------------------------------- flip result
 # Reasons a flip re-run reports in `detail` (the text before the first ": "; the Rust side
 # counts void / crashed experiments by reason):
@@ -900,6 +1067,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 #   "test command failed: ..."                (flip.py) the command wrote no result
 #   "rerun config error: ..."                 (flip.py) unusable rerun.json / arguments
 def _finish_flip(st):
+    res = _flip_result(st)
+    if st.flip_out:
+        with open(st.flip_out, "w", encoding="utf-8") as fh:
+            json.dump(res, fh)
+
+
+def _flip_result(st):
     t = st.by_id.get(st.flip_test)
     stmt, occ = st.tracer.flip
     inst = f"{stmt}#{occ}"
@@ -935,9 +1109,7 @@ def _finish_flip(st):
         if t["outcome"] == "fail":
             detail += "; " + t.get("failure", "")
         res = {"outcome": t["outcome"], "flipped": bool(st.tracer.flipped), "detail": detail}
-    if st.flip_out:
-        with open(st.flip_out, "w", encoding="utf-8") as fh:
-            json.dump(res, fh)
+    return res
 
 
 # ---------------------------------------------------------------- dump writer
@@ -1565,6 +1737,9 @@ def _write_manifest(st, entries, warnings):
         "command = [" + ", ".join(_q(a) for a in [sys.executable, "-m", "prosecutor_tracer.flip", "--test", "{test}",
                                                   "--stmt", "{stmt}", "--occurrence", "{occurrence}",
                                                   "--out", "{out}", "--config", "{dump}/rerun.json"]) + "]",
+        # the warm runner: one session answers every experiment (flip.py --serve)
+        "serve = [" + ", ".join(_q(a) for a in [sys.executable, "-m", "prosecutor_tracer.flip", "--serve",
+                                                "--jobs", "{jobs}", "--config", "{dump}/rerun.json"]) + "]",
         f"cwd = {_q(st.cwd)}",
         f"timeout_ms = {timeout_ms}",
         f"env = {{ PYTHONHASHSEED = {_q(user_env.get('PYTHONHASHSEED') or '0')}, PYTHONPATH = {_q(pkg_parent)} }}",
