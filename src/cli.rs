@@ -314,6 +314,11 @@ pub struct LocalizeArgs {
     /// Timeout of one experiment in seconds (default: from the dump's [rerun], at least 5x the test's time).
     #[arg(long)]
     pub cfx_timeout: Option<f64>,
+    /// How experiments run: warm (one test session started once, each run a forked child; the
+    /// dump's [rerun] serve command), cold (a process per run), auto (warm, cold when the dump
+    /// has no serve command or the warm runner fails). Default: $PROSECUTOR_CFX_RUNNER, else auto.
+    #[arg(long, value_enum)]
+    pub cfx_runner: Option<crate::localize::cfx::CfxRunner>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -444,6 +449,7 @@ pub fn try_main() -> Result<i32, Error> {
                     timeout: a.cfx_timeout.map(std::time::Duration::from_secs_f64),
                     progress: true,
                     known: Vec::new(),
+                    runner: a.cfx_runner,
                 })
             };
             let dump = crate::dump::Dump::load(&dump_dir)?;

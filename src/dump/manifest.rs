@@ -47,6 +47,11 @@ pub struct Rerun {
     /// imported before the tracer, so not instrumented); no experiment is planned on them.
     #[serde(default)]
     pub not_flippable: Vec<String>,
+    /// The warm runner (optional; same cwd and env as `command`): a server that starts the test
+    /// session once and answers every run as JSON lines (`localize::cfx`'s `warm` module,
+    /// docs/trace-format.md); placeholders `{dump}`, `{jobs}`. Without it every run is cold.
+    #[serde(default)]
+    pub serve: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -269,6 +269,7 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         timeout: s.cfx_timeout,
         progress: false,
         known: Vec::new(),
+        runner: None,
     };
     let experiments = s.cfx && dump.manifest.rerun.is_some();
     let mut cache = CfxCache {

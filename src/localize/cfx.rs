@@ -5,15 +5,20 @@
 //! `Pr(¬⟨#@r⟩ | e)`. An experiment re-runs the failing test with exactly that branch instance
 //! (the `occurrence`-th evaluation of the statement in that test) inverted.
 //!
-//! **Run**: the dump's `[rerun]` command, one process per experiment, several in parallel, each
-//! with a timeout. A flipped branch may loop forever or crash: a timeout or a crash is an outcome,
-//! never an error.
+//! **Run**: warm when the dump's `[rerun]` has a `serve` command ([`warm`]: one test session that
+//! forks a child per run), else (or when that server fails: the remaining runs) cold, the
+//! `[rerun] command`, one process per run; several runs in parallel, each with a timeout. A
+//! flipped branch may loop forever or crash: a timeout or a crash is an outcome, never an error.
 //!
 //! **Evidence**: for each experiment whose failing test then passes, a virtual `cfx` vertex with
 //! edges from `⟨#@r⟩` and from each immediate successor of `⟨#@r⟩`, observed incorrect.
 
+mod warm;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -69,6 +74,43 @@ pub struct ExperimentResult {
     pub detail: String,
     #[serde(default)]
     pub duration_ms: u64,
+    /// How it ran: `warm` (a child of the warm runner), `cold` (a process of its own), or `cold:
+    /// REASON` when it ran cold because the warm runner could not serve it. Empty when nothing
+    /// ran (a void experiment of a test whose control run did not fail).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub runner: String,
+}
+
+/// How counterfactual experiments run (`localize --cfx-runner`, or the environment variable
+/// [`RUNNER_ENV`] when the flag is not given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CfxRunner {
+    /// Warm when the dump's `[rerun]` has a `serve` command; cold when it has none, and for the
+    /// remaining runs when the warm runner fails.
+    Auto,
+    /// Warm: an error when the dump has no `serve` command or the warm runner does not start.
+    Warm,
+    /// Cold: one process per run (the `[rerun] command`).
+    Cold,
+}
+
+/// The environment variable that picks the runner when `--cfx-runner` is not given.
+pub const RUNNER_ENV: &str = "PROSECUTOR_CFX_RUNNER";
+
+impl CfxRunner {
+    /// `given`, else [`RUNNER_ENV`], else `auto`.
+    pub fn resolve(given: Option<CfxRunner>) -> Result<CfxRunner, String> {
+        if let Some(r) = given {
+            return Ok(r);
+        }
+        match std::env::var(RUNNER_ENV) {
+            Ok(v) if !v.trim().is_empty() => {
+                <CfxRunner as clap::ValueEnum>::from_str(v.trim(), true)
+                    .map_err(|_| format!("{RUNNER_ENV}={v:?}: expected auto, warm or cold"))
+            }
+            _ => Ok(CfxRunner::Auto),
+        }
+    }
 }
 
 /// Picks the `k` most suspicious branch instances. `p_incorrect` is indexed like `vertices`.
@@ -175,6 +217,8 @@ pub struct RunOptions {
     /// Outcomes already measured (same dump), by test, statement and occurrence: a planned
     /// experiment found here is not run again (`eval` shares them between PROSECUTOR's variants).
     pub known: Vec<ExperimentResult>,
+    /// Warm, cold or auto; `None`: [`CfxRunner::resolve`] (the environment, else auto).
+    pub runner: Option<CfxRunner>,
 }
 
 /// Runs the experiments of `plan` that `o.known` does not hold; the results follow `plan`.
@@ -225,21 +269,30 @@ pub fn not_reproduced(results: &[ExperimentResult]) -> Vec<&str> {
 /// What a control run (the failing test re-run with nothing flipped) found for one test.
 #[derive(Debug, Clone, PartialEq)]
 enum Control {
-    /// It fails as traced; the re-run took this long (process start-up included).
+    /// It fails as traced; the re-run took this long (a cold re-run's process start-up included).
     Fails(Duration),
     /// It did not fail (or could not run): every experiment of the test is void for this reason.
     Unusable(String),
 }
 
+/// The control run of one test, and why its experiments run cold although the warm runner
+/// serves: its warm control run crashed (the test does not survive the fork) and a cold one
+/// did not.
+struct TestControl {
+    test: String,
+    verdict: Control,
+    cold: Option<String>,
+}
+
 /// Re-runs each test of the plan once with nothing flipped (`{stmt}` empty, `{occurrence}` 0):
 /// an experiment means something only if the unflipped re-run fails as the traced run did, and
-/// its wall time (start-up of the re-run included) sets the experiments' time limit.
+/// its wall time (start-up of a cold re-run included) sets the experiments' time limit.
 fn control_runs(
     dump: &Dump,
     plan: &[Experiment],
     o: &RunOptions,
-    run: &(dyn Fn(&Experiment, Duration, bool) -> ExperimentResult + Sync),
-) -> Vec<(String, Control)> {
+    runner: &Runner,
+) -> Vec<TestControl> {
     let mut tests: Vec<&str> = plan.iter().map(|e| e.test.as_str()).collect();
     tests.sort_unstable();
     tests.dedup();
@@ -255,26 +308,38 @@ fn control_runs(
         .collect();
     crate::jobs::map(&controls, o.jobs, |c| {
         let limit = o.timeout.unwrap_or(base_timeout(dump, &c.test)) * 2;
-        let r = run(c, limit, true);
-        let took = Duration::from_millis(r.duration_ms);
-        let verdict = match r.outcome {
-            CfxOutcome::Fail => Control::Fails(took),
-            CfxOutcome::Pass => Control::Unusable(format!(
-                "control: {} {NOT_REPRODUCED} (it fails only in the traced session or only under \
-                 tracing, or is flaky)",
-                c.test
-            )),
-            CfxOutcome::Timeout => Control::Unusable(format!(
-                "control: the re-run with nothing flipped was killed after {} ms",
-                limit.as_millis()
-            )),
-            _ => Control::Unusable(format!(
-                "control: the re-run with nothing flipped failed to run: {}",
-                r.detail
-            )),
-        };
-        (c.test.clone(), verdict)
+        let mut r = runner.run(c, limit, true, None);
+        let mut cold = None;
+        if r.runner == "warm" && r.outcome == CfxOutcome::Crash {
+            let why = format!("its control run crashed in the warm runner ({})", r.detail);
+            r = runner.run(c, limit, true, Some(&why));
+            cold = Some(why);
+        }
+        TestControl {
+            test: c.test.clone(),
+            verdict: verdict(c, &r, limit),
+            cold,
+        }
     })
+}
+
+fn verdict(c: &Experiment, r: &ExperimentResult, limit: Duration) -> Control {
+    match r.outcome {
+        CfxOutcome::Fail => Control::Fails(Duration::from_millis(r.duration_ms)),
+        CfxOutcome::Pass => Control::Unusable(format!(
+            "control: {} {NOT_REPRODUCED} (it fails only in the traced session or only under \
+             tracing, or is flaky)",
+            c.test
+        )),
+        CfxOutcome::Timeout => Control::Unusable(format!(
+            "control: the re-run with nothing flipped was killed after {} ms",
+            limit.as_millis()
+        )),
+        _ => Control::Unusable(format!(
+            "control: the re-run with nothing flipped failed to run: {}",
+            r.detail
+        )),
+    }
 }
 
 /// The time limit of a re-run before its control run was measured: the dump's `timeout_ms`
@@ -296,10 +361,11 @@ fn base_timeout(dump: &Dump, test: &str) -> Duration {
     Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
 }
 
-/// Runs every experiment with the dump's `[rerun]` command, after one control run per test
-/// ([`control_runs`]): experiments of a test whose control run does not fail are void (with
-/// the reason), the others get `max(base limit, 3 × the control run's wall time)` unless
-/// `--cfx-timeout` is given.
+/// Runs every experiment, after one control run per test ([`control_runs`]): experiments of a
+/// test whose control run does not fail are void (with the reason), the others get
+/// `max(base limit, 3 × the control run's wall time)` unless `--cfx-timeout` is given. Runs go
+/// to the warm runner while it serves ([`Runner`]); a line on stderr (with `o.progress`) says
+/// how they ran.
 pub fn run(
     dump: &Dump,
     plan: &[Experiment],
@@ -310,42 +376,17 @@ pub fn run(
         .rerun
         .as_ref()
         .ok_or_else(|| "the dump has no [rerun] section".to_owned())?;
-    let cwd: PathBuf = match &rerun.cwd {
-        Some(c) if Path::new(c).is_absolute() => PathBuf::from(c),
-        Some(c) => dump.dir.join(c),
-        None => dump.dir.clone(),
-    };
     if plan.is_empty() {
         return Ok(Vec::new());
     }
-    let tmp = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let counter = std::sync::atomic::AtomicUsize::new(0);
-    let run = |e: &Experiment, limit: Duration, control: bool| {
-        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let out = tmp.path().join(format!("run{n}.json"));
-        run_one(rerun, &dump.dir, &cwd, e, &out, limit, control)
-    };
-    let controls = control_runs(dump, plan, o, &run);
+    let runner = Runner::new(dump, rerun, o)?;
+    let controls = control_runs(dump, plan, o, &runner);
     let bar = o
         .progress
         .then(|| crate::progress::bar(plan.len() as u64, "counterfactual experiments"));
     let results: Vec<ExperimentResult> = crate::jobs::map(plan, o.jobs, |e| {
-        let control = controls.iter().find(|(t, _)| *t == e.test).map(|c| &c.1);
-        let r = match control {
-            Some(Control::Unusable(why)) => ExperimentResult {
-                experiment: e.clone(),
-                outcome: CfxOutcome::Void,
-                detail: why.clone(),
-                duration_ms: 0,
-            },
-            Some(Control::Fails(took)) => {
-                let limit = o
-                    .timeout
-                    .unwrap_or_else(|| base_timeout(dump, &e.test).max(*took * 3));
-                run(e, limit, false)
-            }
-            None => run(e, o.timeout.unwrap_or(base_timeout(dump, &e.test)), false),
-        };
+        let control = controls.iter().find(|c| c.test == e.test);
+        let r = experiment(dump, e, o, &runner, control);
         if let Some(b) = &bar {
             b.inc(1);
         }
@@ -354,7 +395,242 @@ pub fn run(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    if o.progress {
+        eprintln!("{}", runner.summary());
+    }
     Ok(results)
+}
+
+/// One experiment of a test whose control run is `control`.
+fn experiment(
+    dump: &Dump,
+    e: &Experiment,
+    o: &RunOptions,
+    runner: &Runner,
+    control: Option<&TestControl>,
+) -> ExperimentResult {
+    let Some(c) = control else {
+        return runner.run(
+            e,
+            o.timeout.unwrap_or(base_timeout(dump, &e.test)),
+            false,
+            None,
+        );
+    };
+    match &c.verdict {
+        Control::Unusable(why) => ExperimentResult {
+            experiment: e.clone(),
+            outcome: CfxOutcome::Void,
+            detail: why.clone(),
+            duration_ms: 0,
+            runner: String::new(),
+        },
+        Control::Fails(took) => {
+            let limit = o
+                .timeout
+                .unwrap_or_else(|| base_timeout(dump, &e.test).max(*took * 3));
+            runner.run(e, limit, false, c.cold.as_deref())
+        }
+    }
+}
+
+/// Runs re-runs: through the warm runner while it serves, else cold (one process each); counts
+/// both, with the reasons for cold runs, for [`Runner::summary`].
+struct Runner<'a> {
+    rerun: &'a crate::dump::Rerun,
+    dump_dir: PathBuf,
+    cwd: PathBuf,
+    tmp: tempfile::TempDir,
+    counter: AtomicUsize,
+    warm: Option<warm::Server>,
+    /// Why every run is cold although nothing failed (`--cfx-runner cold`, an older dump).
+    expected: Option<String>,
+    /// Why the warm runner stopped serving (or never did), once it has.
+    fallback: Mutex<Option<String>>,
+    /// Runs (warm, cold) and the reasons of the cold ones.
+    runs: [AtomicUsize; 2],
+    cold_reasons: Mutex<std::collections::BTreeSet<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<'a> Runner<'a> {
+    /// Starts the warm runner unless the cold one is chosen or the dump has no `serve`
+    /// command; with `--cfx-runner warm` a warm runner that cannot start is an error.
+    fn new(dump: &Dump, rerun: &'a crate::dump::Rerun, o: &RunOptions) -> Result<Self, String> {
+        let choice = CfxRunner::resolve(o.runner)?;
+        let dump_dir = std::fs::canonicalize(&dump.dir).unwrap_or_else(|_| dump.dir.clone());
+        let cwd: PathBuf = match &rerun.cwd {
+            Some(c) if Path::new(c).is_absolute() => PathBuf::from(c),
+            Some(c) => dump.dir.join(c),
+            None => dump.dir.clone(),
+        };
+        let mut r = Runner {
+            rerun,
+            dump_dir,
+            cwd,
+            tmp: tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?,
+            counter: AtomicUsize::new(0),
+            warm: None,
+            expected: None,
+            fallback: Mutex::new(None),
+            runs: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            cold_reasons: Mutex::default(),
+        };
+        match (choice, &rerun.serve) {
+            (CfxRunner::Cold, _) => {
+                r.expected = Some(format!("chosen (--cfx-runner or {RUNNER_ENV})"))
+            }
+            (CfxRunner::Warm, None) => {
+                return Err(NO_SERVE.replace("an older", "--cfx-runner warm: an older"))
+            }
+            (_, None) => r.expected = Some(NO_SERVE.to_owned()),
+            (_, Some(argv)) => match r.start_warm(argv, dump, o) {
+                Ok(s) => r.warm = Some(s),
+                Err(why) if choice == CfxRunner::Warm => {
+                    return Err(format!(
+                        "--cfx-runner warm: the warm runner did not start: {why}"
+                    ))
+                }
+                Err(why) => {
+                    *lock(&r.fallback) = Some(format!("the warm runner did not start: {why}"))
+                }
+            },
+        }
+        Ok(r)
+    }
+
+    fn start_warm(
+        &self,
+        argv: &[String],
+        dump: &Dump,
+        o: &RunOptions,
+    ) -> Result<warm::Server, String> {
+        if argv.is_empty() {
+            return Err("[rerun] serve is empty".to_owned());
+        }
+        let argv: Vec<String> = argv
+            .iter()
+            .map(|a| {
+                a.replace("{jobs}", &o.jobs.max(1).to_string())
+                    .replace("{dump}", &self.dump_dir.display().to_string())
+            })
+            .collect();
+        // as long as a control run may take: the server's start-up is a cold re-run's
+        let base = o.timeout.unwrap_or(base_timeout(dump, ""));
+        warm::Server::start(
+            &argv,
+            &self.cwd,
+            &self.rerun.env,
+            (base * 2).max(HANDSHAKE_MIN),
+        )
+    }
+
+    /// Runs `e` with time limit `limit` (`control`: a control run, which flips nothing on
+    /// purpose); cold, with reason `cold`, when that is given.
+    fn run(
+        &self,
+        e: &Experiment,
+        limit: Duration,
+        control: bool,
+        cold: Option<&str>,
+    ) -> ExperimentResult {
+        if let (Some(server), None) = (&self.warm, cold) {
+            match server.request(e, limit) {
+                Ok(reply) => return self.warm_result(e, reply, control),
+                Err(why) => {
+                    lock(&self.fallback).get_or_insert(format!("the warm runner stopped: {why}"));
+                }
+            }
+        }
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let out = self.tmp.path().join(format!("run{n}.json"));
+        let mut r = run_one(
+            self.rerun,
+            &self.dump_dir,
+            &self.cwd,
+            e,
+            &out,
+            limit,
+            control,
+        );
+        let why = cold
+            .map(str::to_owned)
+            .or_else(|| lock(&self.fallback).clone());
+        r.runner = self.count_cold(why);
+        r
+    }
+
+    fn warm_result(&self, e: &Experiment, reply: warm::Reply, control: bool) -> ExperimentResult {
+        let runner = if reply.runner.as_deref() == Some("cold") {
+            // a flip in import-time code the session already ran: the server ran it in a
+            // process of its own
+            self.count_cold(None);
+            "cold".to_owned()
+        } else {
+            self.runs[0].fetch_add(1, Ordering::Relaxed);
+            "warm".to_owned()
+        };
+        let (outcome, detail) = classify(&reply.outcome, reply.flipped, reply.detail, control);
+        ExperimentResult {
+            experiment: e.clone(),
+            outcome,
+            detail,
+            duration_ms: reply.duration_ms,
+            runner,
+        }
+    }
+
+    /// Counts a cold run; its `runner` label: `cold: WHY` when the warm runner could not serve
+    /// it, else `cold`.
+    fn count_cold(&self, why: Option<String>) -> String {
+        self.runs[1].fetch_add(1, Ordering::Relaxed);
+        let shown = why.clone().or_else(|| self.expected.clone());
+        lock(&self.cold_reasons).insert(shown.unwrap_or_else(|| IMPORT_TIME.to_owned()));
+        why.map_or_else(|| "cold".to_owned(), |w| format!("cold: {w}"))
+    }
+
+    /// One line: how many runs (control runs included) were warm, how many cold and why.
+    fn summary(&self) -> String {
+        let (w, c) = (
+            self.runs[0].load(Ordering::Relaxed),
+            self.runs[1].load(Ordering::Relaxed),
+        );
+        let warm = format!("warm runner (forked), {w} runs");
+        let why: Vec<String> = lock(&self.cold_reasons).iter().cloned().collect();
+        let cold = format!(
+            "cold runner (a process per run), {c} runs: {}",
+            why.join("; ")
+        );
+        let body = match (w, c) {
+            (_, 0) => warm,
+            (0, _) => cold,
+            _ => format!("{warm}; {cold}"),
+        };
+        format!("counterfactual experiments: {body}")
+    }
+}
+
+const NO_SERVE: &str = "the dump's [rerun] has no serve command (an older dump)";
+const IMPORT_TIME: &str = "flips in import-time code, run by the warm runner in a new process";
+/// The least time the warm runner gets to start (import and collect).
+const HANDSHAKE_MIN: Duration = Duration::from_secs(30);
+
+/// The outcome of a re-run from what it reported (a cold run's result file, a warm run's
+/// answer): `outcome` (pass, fail, crash, or a warm run's timeout), whether the branch instance
+/// was flipped, the detail. A run that flipped nothing is void, except a control run (which
+/// flips nothing on purpose) and a timeout.
+fn classify(outcome: &str, flipped: bool, detail: String, control: bool) -> (CfxOutcome, String) {
+    let o = match outcome {
+        "timeout" => CfxOutcome::Timeout,
+        _ if !flipped && !control => CfxOutcome::Void,
+        "pass" => CfxOutcome::Pass,
+        "fail" => CfxOutcome::Fail,
+        _ => CfxOutcome::Crash,
+    };
+    (o, detail)
 }
 
 fn run_one(
@@ -366,7 +642,6 @@ fn run_one(
     timeout: Duration,
     control: bool,
 ) -> ExperimentResult {
-    let dump_dir = std::fs::canonicalize(dump_dir).unwrap_or_else(|_| dump_dir.to_path_buf());
     let subst = |a: &str| {
         a.replace("{test}", &e.test)
             .replace("{stmt}", &e.stmt)
@@ -381,6 +656,7 @@ fn run_one(
         outcome,
         detail,
         duration_ms: start.elapsed().as_millis() as u64,
+        runner: String::new(),
     };
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -438,14 +714,9 @@ fn run_one(
         .ok()
         .and_then(|t| serde_json::from_str::<Reported>(&t).ok())
     {
-        Some(r) if !r.flipped && !control => finish(CfxOutcome::Void, r.detail),
         Some(r) => {
-            let o = match r.outcome.as_str() {
-                "pass" => CfxOutcome::Pass,
-                "fail" => CfxOutcome::Fail,
-                _ => CfxOutcome::Crash,
-            };
-            finish(o, r.detail)
+            let (o, detail) = classify(&r.outcome, r.flipped, r.detail, control);
+            finish(o, detail)
         }
         None if status.success() => finish(
             CfxOutcome::Pass,
@@ -469,8 +740,37 @@ fn last_line(s: &str) -> String {
 }
 
 /// One line saying how many experiments gave no information (void, timeout, crash) and why,
-/// grouped by reason; `None` when every experiment passed or failed.
+/// grouped by reason, and how many ran cold because the warm runner could not serve them;
+/// `None` when every experiment passed or failed, warm or cold as chosen.
 pub fn degraded_summary(results: &[ExperimentResult]) -> Option<String> {
+    let parts: Vec<String> = no_information(results)
+        .into_iter()
+        .chain(cold_fallback(results))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// How many experiments ran cold (`runner = "cold: WHY"`) although the warm runner was to run
+/// them, and why.
+fn cold_fallback(results: &[ExperimentResult]) -> Option<String> {
+    let mut why: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r.runner.strip_prefix("cold: "))
+        .collect();
+    let n = why.len();
+    if n == 0 {
+        return None;
+    }
+    why.sort_unstable();
+    why.dedup();
+    Some(format!(
+        "{n} of {} counterfactual experiments ran cold (a process each, slower) because {}",
+        results.len(),
+        why.join("; ")
+    ))
+}
+
+fn no_information(results: &[ExperimentResult]) -> Option<String> {
     let mut groups: std::collections::BTreeMap<(String, String), (usize, String)> =
         std::collections::BTreeMap::new();
     let mut n = 0;
@@ -541,6 +841,7 @@ mod tests {
             outcome,
             detail: detail.into(),
             duration_ms: 5,
+            runner: "warm".into(),
         }
     }
 
