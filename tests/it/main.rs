@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod baseline;
+mod cfx_runner;
 mod common;
 mod differential;
 mod epg_fixtures;
