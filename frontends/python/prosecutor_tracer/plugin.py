@@ -962,35 +962,44 @@ def pytest_runtestloop(session):
     opt = session.config.option
     # a flip re-run does not run its test either when collection failed (pytest's runtestloop)
     st.serve_blocked = bool(session.testsfailed and not opt.continue_on_collection_errors) or opt.collectonly
-    serve.serve(fds[0], fds[1], _env_int("PROSECUTOR_SERVE_JOBS", 1),
-                lambda req: _serve_child(st, session, req), {"tests": len(session.items)})
-    return True
+    task = serve.serve(fds[0], fds[1], _env_int("PROSECUTOR_SERVE_JOBS", 1), {"tests": len(session.items)})
+    if task is None:
+        return True      # the session: the requests have ended
+    # a child: one flip re-run; the test protocol is called from this frame, at the stack depth
+    # pytest's own runtestloop calls it from (a test that recurses to the limit stops where it
+    # stops in a flip re-run)
+    try:
+        item, res = _serve_child(st, session, task.request)
+        if item is not None:
+            try:
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=None)
+            except (KeyboardInterrupt, pytest.exit.Exception):
+                pass        # the session would end here: the test has no report
+            except Exception as e:   # pytest's INTERNALERROR in a flip re-run
+                st.internal_error = sf.one_line(f"{type(e).__name__}: {e}", 200)
+        sys.settrace(None)
+        task.finish(res if res is not None else _flip_result(st))
+    except BaseException:
+        task.abort()
 
 
 def _serve_child(st, session, req):
-    """In a child forked from the serve-mode session: the flip re-run `req` asks for, exactly as
-    flip mode runs it (the same test matching, occurrence numbering, time limit and result);
-    returns the result dict."""
+    """In a child forked from the serve-mode session: sets up the flip re-run `req` asks for
+    exactly as flip mode does (the same test matching, occurrence numbering and time limit);
+    returns (the item to run or None, None), or (None, the result) of a flip the child cannot
+    make."""
     _fresh_capture(session.config)
     test, stmt, occ = req["test"], req.get("stmt", ""), int(req.get("occurrence", 0))
     fp = st.serve_tests.get(test)
     counted = _resume_setup(st, _setup_keep(fp))
     if stmt and occ <= counted.get(stmt, 0):
         sys.settrace(None)
-        return _cold_flip(test, stmt, occ)
+        return None, _cold_flip(test, stmt, occ)
     st.mode, st.flip_test, st.tracer.flip = "flip", test, (stmt, occ)
     if isinstance(fp, dict) and st.timeout > 0 and _number(fp.get("timeout")) > st.timeout:
         st.timeout = _number(fp["timeout"])
     chosen = _match_flip_test(st, session.items, fp if fp is not None else {})
-    if chosen is not None and not st.serve_blocked:
-        try:
-            chosen.config.hook.pytest_runtest_protocol(item=chosen, nextitem=None)
-        except (KeyboardInterrupt, pytest.exit.Exception):
-            pass        # the session would end here: the test has no report
-        except Exception as e:   # pytest's INTERNALERROR in a flip re-run
-            st.internal_error = sf.one_line(f"{type(e).__name__}: {e}", 200)
-    sys.settrace(None)
-    return _flip_result(st)
+    return (chosen if not st.serve_blocked else None), None
 
 
 def _number(v):

@@ -3,9 +3,11 @@
 The test session (pytest with the plugin in serve mode) imports and collects once, then calls
 `serve`.  Requests come as JSON lines on `proto_in`,
 ``{"id": .., "test": .., "stmt": .., "occurrence": .., "timeout_s": ..}``; each runs in a child
-forked from the session, which calls `run_one(request)` (the plugin: set up one flip, run one
-test) and hands its result dict back through a pipe.  Each request is answered by one JSON line on
-`proto_out`: the result plus ``"id"`` and ``"duration_ms"``.  At most `jobs` children run at
+forked from the session.  In the session `serve` returns None when the requests end; in a child
+it returns a `Task` (the request), so that the caller runs the request at its own stack depth
+(the test then has the recursion depth it has in a flip re-run, where pytest's runtestloop calls
+it) and hands its result dict back with `Task.finish`.  Each request is answered by one JSON line
+on `proto_out`: the result plus ``"id"`` and ``"duration_ms"``.  At most `jobs` children run at
 once; a child running past its request's ``timeout_s`` is killed (``"outcome": "timeout"``,
 ``"detail": "killed after N ms"``); a child that ends without a result is a ``"crash"`` (its exit
 status or signal, and the last lines it printed).  Neither disturbs the other requests.
@@ -28,6 +30,49 @@ import time
 
 PROTOCOL = 1
 _POLL_S = 0.2          # how often a child is checked when nothing wakes the loop (see _reap)
+
+
+class Task:
+    """In a child: the request to run; `finish(result)` sends the result and ends the child."""
+
+    def __init__(self, request, wfd):
+        self.request = request
+        self._wfd = wfd
+
+    def finish(self, result):
+        code = 70
+        try:
+            data = (json.dumps(result) + "\n").encode("utf-8")
+            while data:
+                data = data[os.write(self._wfd, data):]
+            code = 0
+        finally:
+            _exit(code)
+
+    def abort(self):
+        """The run failed (an error of the runner, not of the test): no result, a traceback."""
+        try:
+            import traceback
+            traceback.print_exc()
+        finally:
+            _exit(70)
+
+
+class _Forked(BaseException):
+    """Raised in a new child to unwind the server's frames up to `serve`."""
+
+    def __init__(self, task):
+        super().__init__()
+        self.task = task
+
+
+def _exit(code):
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except BaseException:
+            pass
+    os._exit(code)
 
 
 class _Child:
@@ -60,10 +105,9 @@ def check_request(req):
 
 
 class Server:
-    def __init__(self, proto_in, proto_out, jobs, run_one):
+    def __init__(self, proto_in, proto_out, jobs):
         self.proto_in, self.proto_out = proto_in, proto_out
         self.jobs = max(1, int(jobs))
-        self.run_one = run_one
         self.queue = collections.deque()
         self.running = {}          # pid -> _Child
         self.inbuf = b""
@@ -112,7 +156,7 @@ class Server:
         pid = os.fork()
         if pid == 0:
             os.close(rfd)
-            self._child(req, wfd, out)   # never returns
+            self._child(req, wfd, out)   # raises _Forked
         os.close(wfd)
         try:
             os.setpgid(pid, pid)         # (the child does it too; whoever is first)
@@ -121,7 +165,6 @@ class Server:
         self.running[pid] = _Child(req, pid, rfd, out, time.monotonic())
 
     def _child(self, req, wfd, out):
-        code = 70
         try:
             os.setpgid(0, 0)             # its own group: a timeout kills what the test started too
             _die_with_parent(self.parent)
@@ -134,23 +177,9 @@ class Server:
             os.dup2(fd, 1)
             os.dup2(fd, 2)
             os.close(fd)
-            data = (json.dumps(self.run_one(req)) + "\n").encode("utf-8")
-            while data:
-                data = data[os.write(wfd, data):]
-            code = 0
         except BaseException:
-            try:
-                import traceback
-                traceback.print_exc()
-            except BaseException:
-                pass
-        finally:
-            for f in (sys.stdout, sys.stderr):
-                try:
-                    f.flush()
-                except BaseException:
-                    pass
-            os._exit(code)
+            Task(req, wfd).abort()
+        raise _Forked(Task(req, wfd))
 
     def _read_child(self, c):
         try:
@@ -247,24 +276,29 @@ class Server:
                 self._reap()
                 self._kill_late()
         finally:
-            for c in list(self.running.values()):
-                _kill(c.pid)
-            try:
-                os.rmdir(self.tmp)
-            except OSError:
-                pass
+            if os.getpid() == self.parent:      # (not in a child unwinding to serve)
+                for c in list(self.running.values()):
+                    _kill(c.pid)
+                try:
+                    os.rmdir(self.tmp)
+                except OSError:
+                    pass
 
 
-def serve(proto_in, proto_out, jobs, run_one, hello):
-    """Answers requests until `proto_in` ends (module docstring).  `hello` (a dict) is sent first:
-    the handshake that says the session is ready."""
-    s = Server(proto_in, proto_out, jobs, run_one)
+def serve(proto_in, proto_out, jobs, hello):
+    """Answers requests until `proto_in` ends (module docstring): returns None in the session, a
+    `Task` in each child.  `hello` (a dict) is sent first: the handshake that says the session
+    is ready."""
+    s = Server(proto_in, proto_out, jobs)
     _preload()
     s.send(dict(hello, ready=True, protocol=PROTOCOL, pid=os.getpid(), jobs=s.jobs))
     try:
         s.loop()
+    except _Forked as f:
+        return f.task
     except BrokenPipeError:
         pass       # the client went away: the children were killed on the way out
+    return None
 
 
 def _kill(pid):

@@ -313,3 +313,35 @@ def test_import_time_instances_are_numbered_as_the_trace(tmp_path):
     for i, occ in ((1, 1), (2, 2), (3, 3)):
         c = cold(d, t["id"], cond, occ, tmp_path)
         assert (c["outcome"], c["flipped"], c["detail"]) == (out[i]["outcome"], out[i]["flipped"], out[i]["detail"])
+
+
+def test_a_test_that_recurses_to_the_limit_stops_where_it_stops_cold(tmp_path):
+    """The child runs the test at the stack depth pytest's runtestloop runs it at in a flip
+    re-run: a test stopped by RecursionError evaluates its branches as many times warm as cold
+    (QuixBugs gcd, find_in_sorted: occurrences near the limit were "not reached" warm)."""
+    d = run(tmp_path, {"src/deep.py": """
+        def down(n):
+            if n > 0:
+                return down(n - 1)
+            return 0
+        """, "tests/test_deep.py": """
+        from deep import down
+
+
+        def test_deep():
+            assert down(10 ** 6) == 0
+        """})
+    t = d.test("test_deep")["id"]
+    cond = stmt(d, "if n > 0:")
+    s = Server(d)
+    probe = s.ask([req(1, t, cond, 10 ** 7)])[1]
+    n = int(probe["detail"].split("(evaluated ")[1].split(" ")[0])
+    assert "RecursionError" in probe["detail"] and n > 100, probe
+    cases = [(t, cond, n - 10), (t, cond, n - 1), (t, cond, n), (t, cond, n + 1)]
+    warm = s.ask([req(i, *c) for i, c in enumerate(cases)])
+    s.close()
+    for i, c in enumerate(cases):
+        r = cold(d, *c, tmp_path)
+        assert (warm[i]["outcome"], warm[i]["flipped"], warm[i]["detail"]) == \
+            (r["outcome"], r["flipped"], r["detail"]), (c, warm[i], r)
+    assert warm[0]["flipped"] and warm[0]["outcome"] == "pass", warm[0]
