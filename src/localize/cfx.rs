@@ -479,27 +479,41 @@ impl<'a> Runner<'a> {
             runs: [AtomicUsize::new(0), AtomicUsize::new(0)],
             cold_reasons: Mutex::default(),
         };
-        match (choice, &rerun.serve) {
+        r.connect(choice, dump, o)?;
+        Ok(r)
+    }
+
+    /// The warm runner, unless `choice` or the dump says cold (or it does not start, under
+    /// auto: then every run is cold and says why).
+    fn connect(&mut self, choice: CfxRunner, dump: &Dump, o: &RunOptions) -> Result<(), String> {
+        let argv = match (choice, &self.rerun.serve) {
             (CfxRunner::Cold, _) => {
-                r.expected = Some(format!("chosen (--cfx-runner or {RUNNER_ENV})"))
+                self.expected = Some(format!("chosen (--cfx-runner or {RUNNER_ENV})"));
+                return Ok(());
             }
             (CfxRunner::Warm, None) => {
-                return Err(NO_SERVE.replace("an older", "--cfx-runner warm: an older"))
+                return Err(format!(
+                    "--cfx-runner warm: {NO_SERVE}; re-trace it, or use --cfx-runner auto"
+                ))
             }
-            (_, None) => r.expected = Some(NO_SERVE.to_owned()),
-            (_, Some(argv)) => match r.start_warm(argv, dump, o) {
-                Ok(s) => r.warm = Some(s),
-                Err(why) if choice == CfxRunner::Warm => {
-                    return Err(format!(
-                        "--cfx-runner warm: the warm runner did not start: {why}"
-                    ))
-                }
-                Err(why) => {
-                    *lock(&r.fallback) = Some(format!("the warm runner did not start: {why}"))
-                }
-            },
+            (_, None) => {
+                self.expected = Some(NO_SERVE.to_owned());
+                return Ok(());
+            }
+            (_, Some(argv)) => argv,
+        };
+        match self.start_warm(argv, dump, o) {
+            Ok(s) => self.warm = Some(s),
+            Err(why) if choice == CfxRunner::Warm => {
+                return Err(format!(
+                    "--cfx-runner warm: the warm runner did not start: {why}"
+                ))
+            }
+            Err(why) => {
+                *lock(&self.fallback) = Some(format!("the warm runner did not start: {why}"))
+            }
         }
-        Ok(r)
+        Ok(())
     }
 
     fn start_warm(
