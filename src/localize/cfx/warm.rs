@@ -103,10 +103,10 @@ impl Server {
         let line = match rx.recv_timeout(limit) {
             Ok(l) => l,
             Err(RecvTimeoutError::Timeout) => {
-                return Err(self.fail(format!("no handshake within {} ms", limit.as_millis())))
+                return Err(self.refuse(format!("no handshake within {} ms", limit.as_millis())))
             }
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(self.fail("it exited before its handshake".to_owned()))
+                return Err(self.refuse("it exited before its handshake".to_owned()))
             }
         };
         #[derive(Deserialize)]
@@ -117,8 +117,8 @@ impl Server {
         }
         match serde_json::from_str::<Hello>(&line) {
             Ok(h) if h.ready => Ok(()),
-            Ok(h) => Err(self.fail(format!("not ready: {}", h.error))),
-            Err(_) => Err(self.fail(format!("bad handshake: {}", clip(&line)))),
+            Ok(h) => Err(self.refuse(format!("not ready: {}", h.error))),
+            Err(_) => Err(self.refuse(format!("bad handshake: {}", clip(&line)))),
         }
     }
 
@@ -168,9 +168,19 @@ impl Server {
     /// Marks the server unusable with `why` (unless it already is), kills it, and returns the
     /// reason every caller is given.
     fn fail(&self, why: String) -> String {
+        self.stop(why, false)
+    }
+
+    /// [`Server::fail`] for a server that never got ready: `why` is the reason even when the
+    /// end of its output (it exited after saying why) was seen first.
+    fn refuse(&self, why: String) -> String {
+        self.stop(why, true)
+    }
+
+    fn stop(&self, why: String, overwrite: bool) -> String {
         {
             let mut p = lock(&self.pending);
-            if p.failed.is_none() {
+            if overwrite || p.failed.is_none() {
                 p.failed = Some(why);
             }
             p.waiting.clear();
