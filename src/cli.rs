@@ -114,9 +114,10 @@ pub struct ModelArgs {
     /// Number of counterfactual experiments (most suspicious branch instances).
     #[arg(long, default_value_t = 20)]
     pub k: usize,
-    /// What a successful counterfactual's cfx vertex depends on: successors (paper §3.3) or
-    /// reroute (the branch value and the statements the flipped branch instance controls).
-    #[arg(long, value_enum, default_value = "successors")]
+    /// What a successful counterfactual's cfx vertex depends on: the flipped branch value alone
+    /// (branch), it and its successors (paper §3.3), or it and the statements the flipped branch
+    /// instance controls (reroute).
+    #[arg(long, value_enum, default_value_t)]
     pub cfx_model: CfxModel,
     /// CPD parameter p: P(v correct | w incorrect parents) = p^w.
     #[arg(long, default_value_t = 0.85)]

@@ -7,7 +7,7 @@
 //! ablation by adding one line here.
 
 use crate::error::Error;
-use crate::localize::{Mode, Options, PassingSelection};
+use crate::localize::{CfxModel, Mode, Options, PassingSelection};
 use crate::pipeline::Rules;
 
 /// One change to the default configuration.
@@ -29,6 +29,8 @@ pub enum Unit {
     NoHeap,
     /// How F∪P chooses its passing traces.
     Passing(PassingSelection),
+    /// What a successful experiment's `cfx` vertex depends on.
+    Cfx(CfxModel),
 }
 
 /// A named configuration: the default options changed by `units`, in order.
@@ -106,6 +108,12 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::Passing(PassingSelection::Methods)],
     },
     Variant {
+        id: "prosecutor-cfx-successors",
+        label: "cfx ← successors",
+        about: "a passing flip's cfx vertex depends on the flipped branch value and its successors (paper §3.3), not on the branch value alone",
+        units: &[Unit::Cfx(CfxModel::Successors)],
+    },
+    Variant {
         id: "prosecutor-paper-rules",
         label: "paper rules",
         about: "the paper's literal rules (rules/epg-paper.dl: copies are causes)",
@@ -114,13 +122,14 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         id: "prosecutor-paper",
         label: "paper model",
-        about: "the paper's model as published: literal rules, no spectrum likelihood, no heap",
+        about: "the paper's model as published: literal rules, no spectrum likelihood, no heap, cfx ← successors",
         units: &[
             Unit::Mode(Mode::Both),
             Unit::Rules("epg-paper.dl"),
             Unit::SpectrumWeight(0.0),
             Unit::NoHeap,
             Unit::Passing(PassingSelection::Methods),
+            Unit::Cfx(CfxModel::Successors),
         ],
     },
 ];
@@ -172,6 +181,7 @@ impl Variant {
                 Unit::NoHeap => o.heap = false,
                 Unit::Passing(p) => o.passing_selection = p,
                 Unit::Rules(name) => rules = Some(builtin_rules(name)?),
+                Unit::Cfx(m) => o.cfx_model = m,
             }
         }
         Ok(rules)

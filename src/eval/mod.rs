@@ -61,7 +61,7 @@ pub struct EvalArgs {
     pub cfx_timeout: Option<f64>,
     /// What a successful experiment's cfx vertex depends on, in every PROSECUTOR variant (see
     /// `localize --help`).
-    #[arg(long, value_enum, default_value = "successors")]
+    #[arg(long, value_enum, default_value_t)]
     pub cfx_model: crate::localize::CfxModel,
     /// Run every counterfactual experiment again, even those whose outcomes an earlier run with
     /// the same dump left in OUT/cfx/ (by default they are reused).

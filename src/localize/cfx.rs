@@ -10,8 +10,9 @@
 //! `[rerun] command`, one process per run; several runs in parallel, each with a timeout. A
 //! flipped branch may loop forever or crash: a timeout or a crash is an outcome, never an error.
 //!
-//! **Evidence**: for each experiment whose failing test then passes, a virtual `cfx` vertex with
-//! edges from `⟨#@r⟩` and from each immediate successor of `⟨#@r⟩`, observed incorrect.
+//! **Evidence**: for each experiment whose failing test then passes, a virtual `cfx` vertex
+//! observed incorrect, with an edge from `⟨#@r⟩` (and, with `--cfx-model successors` / `reroute`,
+//! from `⟨#@r⟩`'s immediate successors / the statements the instance controls; docs/model.md).
 
 mod warm;
 

@@ -46,7 +46,7 @@ pub enum Mode {
 }
 
 /// Which vertices a successful counterfactual experiment's `cfx` vertex depends on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CfxModel {
     /// Paper §3.3 verbatim: the flipped value vertex `⟨#@r⟩` and its immediate successors.
@@ -56,6 +56,11 @@ pub enum CfxModel {
     /// buggy statement prevents the failure" (paper §1). Avoids explaining the cfx observation
     /// away by the branch value alone.
     Reroute,
+    /// The flipped value vertex alone (the default, docs/model.md): a flip that makes the test
+    /// pass is evidence that the branch instance's outcome was wrong, explained by its condition
+    /// or the condition's inputs, not by values already known to be wrong downstream of it.
+    #[default]
+    Branch,
 }
 
 /// Where counterfactual outcomes come from.
@@ -115,7 +120,7 @@ impl Default for Options {
             granularity: Granularity::Line,
             k: 20,
             cfx: CfxSource::Off,
-            cfx_model: CfxModel::Successors,
+            cfx_model: CfxModel::default(),
             max_steps: None,
             spectrum_weight: SPECTRUM_WEIGHT,
             other_cause: spectrum::OTHER_CAUSE,
@@ -420,6 +425,7 @@ fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec
     };
     let mut out = vec![v];
     match how {
+        CfxModel::Branch => {}
         CfxModel::Successors => {
             for &(a, b) in &model.pairs {
                 if a == id {

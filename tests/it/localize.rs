@@ -114,10 +114,10 @@ fn fig3_results(dir: &std::path::Path) -> String {
 /// 0.47 → 0.61; here 0.238 → 0.384 with `--cfx-model reroute`), and the faulty statement
 /// (`substring`, lp.22a) climbs at statement granularity.
 ///
-/// The paper's literal §3.3 construction (cfx ← the flipped value and its successors, the
-/// default) moves line 22 only slightly: the flipped value is a parent of cfx and an ancestor of
-/// every other cfx parent, so it explains most of the observation away and line 21 stays first
-/// (docs/model.md).
+/// The paper's literal §3.3 construction (cfx ← the flipped value and its successors) moves
+/// line 22 only slightly: the flipped value is a parent of cfx and an ancestor of every other cfx
+/// parent, so it explains most of the observation away and line 21 stays first. The default
+/// (cfx ← the flipped value alone) raises line 21 further (docs/model.md).
 #[test]
 fn fig3_counterfactual_raises_line_22() {
     let dir = tempfile::tempdir().unwrap();
@@ -179,14 +179,38 @@ fn fig3_counterfactual_raises_line_22() {
     let (a1, _) = stmt(&cfx_s, "lp.22a");
     assert!(a1 < a0, "faulty statement lp.22a: rank {a0} -> {a1}");
 
-    // the default model is the paper's literal construction: line 21 keeps the lead
-    let lit = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results, PAPER[0], PAPER[1]]);
+    // the paper's literal construction: line 21 keeps the lead, line 22 barely moves
+    let with = |model: &str| {
+        localize_json(&[
+            &dump("leftpad_fig3"),
+            "--cfx",
+            &results,
+            "--cfx-model",
+            model,
+            PAPER[0],
+            PAPER[1],
+        ])
+    };
+    let lit = with("successors");
     let (r2, s2) = line(&lit, 22);
     assert!(
         r2 > 1 && (s2 - s0).abs() < 0.05,
         "successors model: line 22 rank {r2}, {s0} -> {s2}"
     );
     assert_eq!(line(&lit, 21).0, 1);
+
+    // the default (`branch`): the passing flip is evidence against the flipped branch value
+    // itself, which no value downstream of it can explain away, so its condition (line 21)
+    // gains far more than with the paper's successors
+    let branch = localize_json(&[&dump("leftpad_fig3"), "--cfx", &results, PAPER[0], PAPER[1]]);
+    let (r21, s21) = line(&branch, 21);
+    let (_, s21_lit) = line(&lit, 21);
+    let (_, s21_base) = line(&base, 21);
+    assert_eq!(r21, 1);
+    assert!(
+        s21 - s21_base > 3.0 * (s21_lit - s21_base) && s21 > s21_base + 0.1,
+        "line 21: {s21_base} without, {s21_lit} with successors, {s21} with branch"
+    );
 }
 
 #[test]
