@@ -828,10 +828,16 @@ fn no_information(results: &[ExperimentResult]) -> Option<String> {
         results.len(),
         parts.join(", ")
     );
-    if groups.keys().any(|(o, _)| o == "timeout") {
-        line.push_str(
-            "; the time limit includes the re-run's start-up: raise it with --cfx-timeout SECONDS",
-        );
+    let timed_out = |cold: bool| {
+        results
+            .iter()
+            .any(|r| r.outcome == CfxOutcome::Timeout && r.runner.starts_with("cold") == cold)
+    };
+    if timed_out(true) {
+        line.push_str("; a cold re-run's time limit includes its start-up");
+    }
+    if timed_out(true) || timed_out(false) {
+        line.push_str(": raise the limit with --cfx-timeout SECONDS");
     }
     Some(line)
 }
@@ -885,5 +891,14 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("--cfx-timeout"), "{s}");
+        // a warm run's limit holds no process start-up; a cold one's does, and says so
+        assert!(!s.contains("start-up"), "{s}");
+        let mut cold = result(CfxOutcome::Timeout, "killed after 10000 ms");
+        cold.runner = "cold".into();
+        let s = degraded_summary(&[cold]).unwrap();
+        assert!(
+            s.contains("includes its start-up") && s.contains("--cfx-timeout"),
+            "{s}"
+        );
     }
 }
