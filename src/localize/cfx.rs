@@ -448,11 +448,13 @@ struct Runner<'a> {
     expected: Option<String>,
     /// Why the warm runner stopped serving (or never did), once it has.
     fallback: Mutex<Option<String>>,
-    /// Runs (warm, cold) and the reasons of the cold ones.
-    runs: [AtomicUsize; 2],
+    /// Runs made warm and cold, and the reasons of the cold ones.
+    warm_runs: AtomicUsize,
+    cold_runs: AtomicUsize,
     cold_reasons: Mutex<std::collections::BTreeSet<String>>,
 }
 
+/// A mutex's guard; a panic of another holder does not poison the counts and reasons kept here.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -477,7 +479,8 @@ impl<'a> Runner<'a> {
             warm: None,
             expected: None,
             fallback: Mutex::new(None),
-            runs: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            warm_runs: AtomicUsize::new(0),
+            cold_runs: AtomicUsize::new(0),
             cold_reasons: Mutex::default(),
         };
         r.connect(choice, dump, o)?;
@@ -585,7 +588,7 @@ impl<'a> Runner<'a> {
             self.count_cold(None);
             "cold".to_owned()
         } else {
-            self.runs[0].fetch_add(1, Ordering::Relaxed);
+            self.warm_runs.fetch_add(1, Ordering::Relaxed);
             "warm".to_owned()
         };
         let (outcome, detail) = classify(&reply.outcome, reply.flipped, reply.detail, control);
@@ -601,7 +604,7 @@ impl<'a> Runner<'a> {
     /// Counts a cold run; its `runner` label: `cold: WHY` when the warm runner could not serve
     /// it, else `cold`.
     fn count_cold(&self, why: Option<String>) -> String {
-        self.runs[1].fetch_add(1, Ordering::Relaxed);
+        self.cold_runs.fetch_add(1, Ordering::Relaxed);
         let shown = why.clone().or_else(|| self.expected.clone());
         lock(&self.cold_reasons).insert(shown.unwrap_or_else(|| IMPORT_TIME.to_owned()));
         why.map_or_else(|| "cold".to_owned(), |w| format!("cold: {w}"))
@@ -610,8 +613,8 @@ impl<'a> Runner<'a> {
     /// One line: how many runs (control runs included) were warm, how many cold and why.
     fn summary(&self) -> String {
         let (w, c) = (
-            self.runs[0].load(Ordering::Relaxed),
-            self.runs[1].load(Ordering::Relaxed),
+            self.warm_runs.load(Ordering::Relaxed),
+            self.cold_runs.load(Ordering::Relaxed),
         );
         let warm = format!("warm runner (forked), {w} runs");
         let why: Vec<String> = lock(&self.cold_reasons).iter().cloned().collect();
@@ -828,15 +831,13 @@ fn no_information(results: &[ExperimentResult]) -> Option<String> {
         results.len(),
         parts.join(", ")
     );
-    let timed_out = |cold: bool| {
-        results
+    if groups.keys().any(|(o, _)| o == "timeout") {
+        let cold = results
             .iter()
-            .any(|r| r.outcome == CfxOutcome::Timeout && r.runner.starts_with("cold") == cold)
-    };
-    if timed_out(true) {
-        line.push_str("; a cold re-run's time limit includes its start-up");
-    }
-    if timed_out(true) || timed_out(false) {
+            .any(|r| r.outcome == CfxOutcome::Timeout && r.runner.starts_with("cold"));
+        if cold {
+            line.push_str("; a cold re-run's time limit includes its start-up");
+        }
         line.push_str(": raise the limit with --cfx-timeout SECONDS");
     }
     Some(line)

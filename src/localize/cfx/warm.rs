@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::Experiment;
+use super::{lock, Experiment};
 
 /// One answer of the server.
 #[derive(Debug, Clone, Deserialize)]
@@ -56,10 +56,6 @@ pub(super) struct Server {
     pending: Arc<Mutex<Pending>>,
     tail: Tail,
     next_id: AtomicU64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Server {
