@@ -125,18 +125,15 @@ pub fn write_dot(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
             Vertex::Value { .. } => ("ellipse", "lightblue"),
             Vertex::Arg { .. } | Vertex::This { .. } => ("ellipse", "palegreen"),
         };
+        // Each part is escaped once; `\n` between them is DOT's line break.
+        let name = dot_escape(&super::vertex_name(dump, v));
         let label = match v {
-            Vertex::Stmt(s) => format!(
-                "{}\\n{}",
-                super::vertex_name(dump, v),
-                dot_escape(&dump.stmts[*s as usize].text)
-            ),
-            _ => super::vertex_name(dump, v),
+            Vertex::Stmt(s) => format!("{name}\\n{}", dot_escape(&dump.stmts[*s as usize].text)),
+            _ => name,
         };
         writeln!(
             w,
-            "  v{i} [label=\"{}\", shape={shape}, style=filled, fillcolor={color}];",
-            dot_escape_keep_nl(&label)
+            "  v{i} [label=\"{label}\", shape={shape}, style=filled, fillcolor={color}];"
         )?;
     }
     for e in &g.edges {
@@ -159,10 +156,10 @@ pub fn write_dot(w: &mut dyn Write, dump: &Dump, g: &Epg) -> io::Result<()> {
     writeln!(w, "}}")
 }
 
+/// Text as the inside of a DOT string: backslashes and quotes escaped, line breaks as `\n`.
 fn dot_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-fn dot_escape_keep_nl(s: &str) -> String {
-    s.replace('"', "\\\"")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace("\r\n", "\\n")
+        .replace('\n', "\\n")
 }

@@ -150,3 +150,45 @@ fn output_formats() {
             && tsv.contains("stmt:w.6\tstatement\t")
     );
 }
+
+/// Graphviz parses the DOT output of every bundled dump: statement text with quotes and
+/// backslashes (leftpad's `' '`, `"\n"` in strings) is escaped exactly once.
+#[test]
+fn dot_output_parses_in_graphviz() {
+    let probe = std::process::Command::new("dot").arg("-V").output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "this test needs Graphviz's `dot` (Debian: apt-get install graphviz; .ci/run installs it)"
+    );
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("fixtures/dumps")).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("manifest.toml").is_file() {
+            continue;
+        }
+        let out = run(&["derive", dir.to_str().unwrap(), "--format", "dot"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut dot = std::process::Command::new("dot")
+            .arg("-Tcanon")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        dot.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+        let parsed = dot.wait_with_output().unwrap();
+        assert!(
+            parsed.status.success(),
+            "{}: Graphviz rejects the DOT output: {}",
+            dir.display(),
+            String::from_utf8_lossy(&parsed.stderr)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} bundled dumps found");
+}
