@@ -295,7 +295,7 @@ pub struct LocalizeArgs {
     pub keep_dump: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Print only the N most suspicious entries.
+    /// Print only the N most suspicious entries (0: all of them, as without --top).
     #[arg(long)]
     pub top: Option<usize>,
     #[arg(long, value_enum, default_value = "table")]

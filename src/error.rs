@@ -24,3 +24,11 @@ pub enum Error {
     #[error("{message}")]
     Contradiction { trace: usize, message: String },
 }
+
+impl Error {
+    /// Writing the output failed because its reader went away (`prosecutor ... | head`): not
+    /// an error of the run, so the binary exits quietly with 0, as ripgrep does.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}

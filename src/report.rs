@@ -14,7 +14,11 @@ pub enum Format {
 }
 
 pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) -> io::Result<()> {
-    let n = top.unwrap_or(usize::MAX).min(r.ranking.len());
+    // `--top 0` (like no `--top`) prints every entry
+    let n = top
+        .filter(|&k| k > 0)
+        .unwrap_or(usize::MAX)
+        .min(r.ranking.len());
     match format {
         Format::Json => {
             let mut v = serde_json::to_value(r).map_err(io::Error::other)?;

@@ -38,6 +38,7 @@ pub struct BaselineArgs {
     pub format: crate::report::Format,
     #[arg(long, value_enum, default_value = "line")]
     pub granularity: crate::localize::ranking::Granularity,
+    /// Print only the N most suspicious entries (0: all of them, as without --top).
     #[arg(long)]
     pub top: Option<usize>,
 }

@@ -469,3 +469,50 @@ fn plan_skips_setup_steps_and_files_that_cannot_be_flipped() {
     .unwrap();
     assert_eq!(plan(&d), Vec::<Value>::new());
 }
+
+/// `--top 0` prints every row, as no `--top` does (it printed none).
+#[test]
+fn top_zero_prints_every_row() {
+    let rows = |extra: &[&str]| {
+        let d = dump("leftpad_fig1");
+        let mut args = vec!["localize", d.as_str(), "--no-cfx", "--format", "csv"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().lines().count() - 1
+    };
+    let all = rows(&[]);
+    assert!(all > 3, "{all}");
+    assert_eq!(rows(&["--top", "0"]), all);
+    assert_eq!(rows(&["--top", "2"]), 2);
+}
+
+/// Output cut short by its reader (`prosecutor localize ... | head -1`) ends the run quietly with
+/// exit code 0, as ripgrep does, instead of "cannot write output: Broken pipe" and exit 2.
+#[test]
+fn a_closed_output_pipe_exits_quietly() {
+    // The pipe's read end is closed before prosecutor starts, so its first write fails with
+    // EPIPE whatever the timing (Python hands the write end over as stdout).
+    let script = "import os, subprocess, sys\n\
+                  r, w = os.pipe()\n\
+                  os.close(r)\n\
+                  p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)\n\
+                  sys.stderr.write(p.stderr.decode())\n\
+                  sys.exit(p.returncode)\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, env!("CARGO_BIN_EXE_prosecutor"), "localize"])
+        .arg(dump("leftpad_fig1"))
+        .args(["--no-cfx", "--format", "csv"])
+        .output()
+        .expect("python3 runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
+}
