@@ -72,74 +72,113 @@ pub enum Command {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
     /// A rule file (default: the built-in rules/epg.dl).
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub rules: Option<PathBuf>,
     /// Run a variant of `eval`'s table by its id (prosecutor, prosecutor-nocfx, prosecutor-f,
     /// prosecutor-fp, prosecutor-minrank, prosecutor-nocompress, prosecutor-nospectrum,
-    /// prosecutor-eps01, prosecutor-noheap, prosecutor-passing-methods, prosecutor-paper-rules,
-    /// prosecutor-paper; src/variants.rs): its settings override the flags above and below.
-    #[arg(long)]
+    /// prosecutor-eps01, prosecutor-noheap, prosecutor-passing-methods, prosecutor-cfx-successors,
+    /// prosecutor-paper-rules, prosecutor-paper; src/variants.rs): its settings override the
+    /// other model flags.
+    #[arg(long, help_heading = "Model")]
     pub variant: Option<String>,
     /// Weight of the spectrum likelihood of each statement (docs/model.md; 0 = off, the
     /// paper's model).
-    #[arg(long, default_value_t = crate::localize::SPECTRUM_WEIGHT)]
+    #[arg(long, default_value_t = crate::localize::SPECTRUM_WEIGHT, help_heading = "Model")]
     pub spectrum_weight: f64,
     /// ε of the spectrum likelihood: the probability that a test which does not execute the
     /// fault fails anyway (another cause; docs/model.md), in (0, 1).
-    #[arg(long, default_value_t = crate::localize::spectrum::OTHER_CAUSE)]
+    #[arg(long, default_value_t = crate::localize::spectrum::OTHER_CAUSE, help_heading = "Model")]
     pub other_cause: f64,
     /// How the F∪P model chooses its passing traces: coverage (greedy cover of the failing
     /// traces' statements, short traces first) or methods (the paper's shared methods).
-    #[arg(long, value_enum, default_value = "coverage")]
+    #[arg(long, value_enum, default_value = "coverage", help_heading = "Model")]
     pub passing_selection: crate::localize::PassingSelection,
     /// Follow values by variable name only, not through the heap (ignore the dump's
     /// heap.facts; rule R_HEAP then derives nothing).
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub no_heap: bool,
     /// Which traces build the model: f (failing only), fp (failing + passing), average (both,
     /// posteriors averaged; the default), both (both, min-rank aggregation as in the paper).
-    #[arg(long, value_enum, default_value = "average")]
+    #[arg(long, value_enum, default_value = "average", help_heading = "Model")]
     pub mode: Mode,
     /// Do not compress loops in traces (Algorithm 1).
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub no_compress: bool,
-    /// Maximum number of passing traces in the F∪P model.
-    #[arg(long, default_value_t = 10)]
+    /// How many of the dump's passing traces the F∪P model uses (at most); compare
+    /// --max-passing, how many are traced.
+    #[arg(long, default_value_t = 10, help_heading = "Model")]
     pub passing: usize,
-    /// Step budget of a model (after compression): the failing traces are taken smallest first,
+    /// Step budget of a model (after loop compression; compare --step-cap, the recording limit
+    /// per test while tracing): the failing traces are taken smallest first,
     /// then the passing ones, while they fit; what does not fit is left out with a warning, and
     /// when no failing trace fits the ranking is the spectrum likelihood alone.
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub max_steps: Option<usize>,
-    /// Number of counterfactual experiments (most suspicious branch instances).
-    #[arg(long, default_value_t = 20)]
+    /// Number of counterfactual experiments: the k most suspicious branch instances are each
+    /// flipped in one re-run of their failing test (the paper's k).
+    #[arg(
+        long,
+        default_value_t = 20,
+        help_heading = "Counterfactual experiments"
+    )]
     pub k: usize,
     /// What a successful counterfactual's cfx vertex depends on: the flipped branch value alone
     /// (branch), it and its successors (paper §3.3), or it and the statements the flipped branch
     /// instance controls (reroute).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        help_heading = "Counterfactual experiments"
+    )]
     pub cfx_model: CfxModel,
-    /// CPD parameter p: P(v correct | w incorrect parents) = p^w.
-    #[arg(long, default_value_t = 0.85)]
+    /// Noisy-OR strength p of the model's conditional distributions: a vertex with w incorrect
+    /// parents is correct with probability p^w (the paper's p; compare --prior).
+    #[arg(
+        long,
+        default_value_t = 0.85,
+        help_heading = "Inference (belief propagation)"
+    )]
     pub p: f64,
     /// Prior probability that a vertex without parents (a statement) is correct.
-    #[arg(long, default_value_t = 0.85)]
+    #[arg(
+        long,
+        default_value_t = 0.85,
+        help_heading = "Inference (belief propagation)"
+    )]
     pub prior: f64,
     /// Belief propagation: convergence tolerance.
-    #[arg(long, default_value_t = 1e-7)]
+    #[arg(
+        long,
+        default_value_t = 1e-7,
+        help_heading = "Inference (belief propagation)"
+    )]
     pub tol: f64,
     /// Belief propagation: maximum iterations.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(
+        long,
+        default_value_t = 2000,
+        help_heading = "Inference (belief propagation)"
+    )]
     pub max_iter: usize,
     /// Belief propagation: damping in [0, 1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        help_heading = "Inference (belief propagation)"
+    )]
     pub damping: f64,
     /// Belief propagation schedule.
-    #[arg(long, value_enum, default_value = "sequential")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "sequential",
+        help_heading = "Inference (belief propagation)"
+    )]
     pub schedule: ScheduleArg,
     /// Belief propagation: run the double loop (CCCP) from the start, instead of only when
     /// plain and damped BP do not converge.
-    #[arg(long)]
+    #[arg(long, help_heading = "Inference (belief propagation)")]
     pub double_loop: bool,
 }
 
@@ -208,35 +247,53 @@ impl ModelArgs {
 #[derive(clap::Args, Debug, Clone)]
 pub struct TraceArgs {
     /// The code under analysis (its statements are the suspects); tests outside it are test code.
-    #[arg(long)]
+    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
     pub src: Option<PathBuf>,
     /// Per-test timeout in seconds (a test running longer fails as a timeout).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
+    )]
     pub test_timeout: f64,
-    /// How many passing tests get a full trace.
-    #[arg(long, default_value_t = 20)]
+    /// How many passing tests get a full trace in the dump (the others keep only their
+    /// coverage); compare --passing, how many of the traced ones a model uses.
+    #[arg(
+        long,
+        default_value_t = 20,
+        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
+    )]
     pub max_passing: usize,
-    /// Maximum recorded steps per test.
-    #[arg(long, default_value_t = 2_000_000)]
+    /// Steps recorded per test while tracing; a longer test's trace is cut there (with a
+    /// warning). Compare --max-steps, the budget of a model built from the traces.
+    #[arg(
+        long,
+        default_value_t = 2_000_000,
+        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
+    )]
     pub step_cap: usize,
     /// Files under SRC matching GLOB (relative to SRC, or a file name; repeatable) are test
     /// code, not suspects: test helpers pytest does not collect tests from. Files pytest collects,
     /// conftest.py and the modules in a test directory under SRC (tests/ holding collected
     /// tests) are test code without it; the dump's warnings list every file so treated.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(
+        long,
+        value_name = "GLOB",
+        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
+    )]
     pub exclude: Vec<String>,
     /// Do not run the test command once without tracing first. The plain pre-run measures each
     /// test: a test's time limit under tracing becomes at least 150 times its plain duration, and
     /// tests whose outcome tracing changes (pass plainly, fail traced, or the reverse) are left
     /// out of the dump with a warning. Skip it for suites too slow to run twice (also
     /// `PROSECUTOR_PLAIN_RUN=0`; `eval --no-plain-run`).
-    #[arg(long)]
+    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
     pub no_plain_run: bool,
     /// Begin every trace with the import-time code of the modules under test (module and class
     /// bodies run when pytest imports them), so that a wrong module constant, class attribute or
     /// default argument can be ranked (also `PROSECUTOR_SETUP=1`; `eval --import-time`). Off by
     /// default: on real projects its statements crowd the ranking (docs/evaluation.md).
-    #[arg(long)]
+    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
     pub import_time: bool,
     /// The test command, after `--` (e.g. `-- pytest tests/`).
     #[arg(last = true)]
@@ -291,34 +348,38 @@ pub struct LocalizeArgs {
     #[command(flatten)]
     pub trace: TraceArgs,
     /// Keep the dump written when tracing (default: a temporary directory).
-    #[arg(long)]
+    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
     pub keep_dump: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
     /// Print only the N most suspicious entries (0: all of them, as without --top).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub top: Option<usize>,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "table", help_heading = "Output")]
     pub format: ReportFormat,
     /// Rank lines, statements or methods (a method's score is its most suspicious statement's).
-    #[arg(long, value_enum, default_value = "line")]
+    #[arg(long, value_enum, default_value = "line", help_heading = "Output")]
     pub granularity: Granularity,
     /// Counterfactual outcomes from a file (JSON list: `prosecutor plan` entries with an "outcome").
-    #[arg(long, conflicts_with = "no_cfx")]
+    #[arg(
+        long,
+        conflicts_with = "no_cfx",
+        help_heading = "Counterfactual experiments"
+    )]
     pub cfx: Option<PathBuf>,
     /// Do not run counterfactual experiments.
-    #[arg(long)]
+    #[arg(long, help_heading = "Counterfactual experiments")]
     pub no_cfx: bool,
     /// Parallel experiments (default: number of CPUs).
-    #[arg(long)]
+    #[arg(long, help_heading = "Counterfactual experiments")]
     pub jobs: Option<usize>,
     /// Timeout of one experiment in seconds (default: from the dump's [rerun], at least 5x the test's time).
-    #[arg(long)]
+    #[arg(long, help_heading = "Counterfactual experiments")]
     pub cfx_timeout: Option<f64>,
     /// How experiments run: warm (one test session started once, each run a forked child; the
     /// dump's [rerun] serve command), cold (a process per run), auto (warm, cold when the dump
     /// has no serve command or the warm runner fails). Default: $PROSECUTOR_CFX_RUNNER, else auto.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help_heading = "Counterfactual experiments")]
     pub cfx_runner: Option<crate::localize::cfx::CfxRunner>,
 }
 
@@ -532,4 +593,53 @@ pub fn try_main() -> Result<i32, Error> {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    fn localize_help() -> String {
+        let mut cmd = super::Cli::command();
+        cmd.find_subcommand_mut("localize")
+            .expect("localize subcommand")
+            .render_long_help()
+            .to_string()
+    }
+
+    /// `--variant`'s help names every variant of `eval`'s table (it went stale once).
+    #[test]
+    fn variant_help_names_every_variant() {
+        let help = localize_help();
+        for v in crate::variants::VARIANTS {
+            assert!(
+                help.contains(v.id),
+                "--variant's help does not name {}",
+                v.id
+            );
+        }
+    }
+
+    /// `localize --help` groups its options under headings instead of one flat list.
+    #[test]
+    fn localize_help_is_grouped() {
+        let help = localize_help();
+        let at = |h: &str| help.find(h).unwrap_or_else(|| panic!("no heading {h:?}"));
+        let tracing = at("\nTracing (with --src SRC -- TEST COMMAND):");
+        let model = at("\nModel:");
+        let cfx = at("\nCounterfactual experiments:");
+        let infer = at("\nInference (belief propagation):");
+        let output = at("\nOutput:");
+        // each flag sits under its own heading
+        let under = |flag: &str, from: usize| {
+            let line = format!("\n      {flag} ");
+            let i = help.find(&line).unwrap_or_else(|| panic!("no {flag}"));
+            assert!(i > from, "{flag} is not under its heading");
+        };
+        under("--step-cap", tracing);
+        under("--max-steps", model);
+        under("--k", cfx);
+        under("--prior", infer);
+        under("--top", output);
+    }
 }
