@@ -649,7 +649,7 @@ class HeapRecorder:
         cls = None
         if not opt and loc is not None and loc is not g:
             cls = (loc.get("__module__"), loc.get("__qualname__"))
-        if mut:
+        if mut and _slots:          # (no slot bound yet: no use of one to record)
             for (var, rdef, ruse, adef, ause) in groups:
                 if not ruse:
                     continue

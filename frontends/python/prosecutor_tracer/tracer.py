@@ -342,6 +342,7 @@ class Tracer:
         self.root_rec = None
         self.root_waiting = False
         self._local_code = None       # code object of the local trace functions
+        self._local_maker = None      # makes them (see _make_local_maker)
         self.code_cache = {}
         self.posmaps = {}
         self.thread = None
@@ -624,92 +625,107 @@ class Tracer:
         return 0
 
     def _make_local(self, rec):
-        multi = rec.method.multi_lines
-        pm = rec.posmap
+        """The local trace function of one activation (`rec`)."""
+        mk = self._local_maker
+        if mk is None:
+            mk = self._local_maker = self._make_local_maker()
+        return mk(rec, self.step_cap)
+
+    def _make_local_maker(self):
+        """A function making local trace functions.  What every activation shares is bound
+        once, here (a closure cell each); only what is the activation's own (its record, its
+        method's lines and position map, the step cap in force when it was called) is a new
+        cell per call: a closure per call is the tracer's main per-call cost."""
         tracer = self
         branch_ids = self.reg.branch_ids
-        cap = self.step_cap
         slow_step = self.step
         eager = self.reg.eager
         stmt_of = self.reg.stmt_of
 
-        def local(frame, event, arg):
-            try:
-                if rec.pyframe is not frame:
-                    # the activation this function was made for has ended (a generator
-                    # resumed while nothing is traced keeps its old f_trace): not ours
-                    frame.f_trace = None
-                    return None
-                if event == "line" or (event == "opcode" and frame.f_lineno in multi):
-                    off = frame.f_lasti
-                    nid = pm.get(off)
-                    if nid is None:
-                        return local
-                    if (nid != rec.node or off < rec.off) and not (
-                            rec.chained and off > rec.off
-                            and eager.get(nid, nid) == stmt_of.get(rec.node)):
-                        # (not: a later instruction of an operand the wrapper has moved past,
-                        # mapped to that operand or to the statement: see FrameRec.chained)
-                        cur = tracer.cur
-                        st = tracer.stack
-                        if (nid in eager and eager[nid] == rec.node and cur is not None
-                                and st and st[-1] is rec and not rec.chained):
-                            # an operand of the statement whose step has just begun
-                            tracer._relabel(rec, nid)
-                        elif (cur is not None and st and st[-1] is rec and rec.fid is not None
-                                and cur.nsteps < cap and cur.record_steps):
-                            prev = rec.node
-                            cur.coverage.add(nid)
-                            if prev is not None:
-                                cur.edges.add((prev, nid))
-                            if nid in branch_ids:
-                                occ = cur.occ
-                                occ[nid] = occ.get(nid, 0) + 1
-                                rec.pending = True
+        def make(rec, cap):
+            multi = rec.method.multi_lines
+            pm = rec.posmap
+
+            def local(frame, event, arg):
+                try:
+                    if rec.pyframe is not frame:
+                        # the activation this function was made for has ended (a generator
+                        # resumed while nothing is traced keeps its old f_trace): not ours
+                        frame.f_trace = None
+                        return None
+                    if event == "line" or (event == "opcode" and frame.f_lineno in multi):
+                        off = frame.f_lasti
+                        nid = pm.get(off)
+                        if nid is None:
+                            return local
+                        if (nid != rec.node or off < rec.off) and not (
+                                rec.chained and off > rec.off
+                                and eager.get(nid, nid) == stmt_of.get(rec.node)):
+                            # (not: a later instruction of an operand the wrapper has moved past,
+                            # mapped to that operand or to the statement: see FrameRec.chained)
+                            cur = tracer.cur
+                            st = tracer.stack
+                            if (nid in eager and eager[nid] == rec.node and cur is not None
+                                    and st and st[-1] is rec and not rec.chained):
+                                # an operand of the statement whose step has just begun
+                                tracer._relabel(rec, nid)
+                            elif (cur is not None and st and st[-1] is rec and rec.fid is not None
+                                    and cur.nsteps < cap and cur.record_steps):
+                                prev = rec.node
+                                cur.coverage.add(nid)
+                                if prev is not None:
+                                    cur.edges.add((prev, nid))
+                                if nid in branch_ids:
+                                    occ = cur.occ
+                                    occ[nid] = occ.get(nid, 0) + 1
+                                    rec.pending = True
+                                else:
+                                    rec.pending = False
+                                rec.prev = prev
+                                rec.node = nid
+                                rec.exc = -1
+                                rec.chained = False
+                                idx = cur.nsteps
+                                cur.nsteps = idx + 1
+                                cur.steps_node.append(nid)
+                                cur.steps_frame.append(rec.fid)
+                                rec.last_step = idx
+                                if tracer.heap is not None:
+                                    try:
+                                        tracer.heap.step(rec, idx, nid, frame)
+                                    except Exception:   # RecursionError at the limit: no rows
+                                        pass
                             else:
-                                rec.pending = False
-                            rec.prev = prev
-                            rec.node = nid
-                            rec.exc = -1
-                            rec.chained = False
-                            idx = cur.nsteps
-                            cur.nsteps = idx + 1
-                            cur.steps_node.append(nid)
-                            cur.steps_frame.append(rec.fid)
-                            rec.last_step = idx
-                            if tracer.heap is not None:
-                                try:
-                                    tracer.heap.step(rec, idx, nid, frame)
-                                except Exception:   # RecursionError at the limit: no rows
-                                    pass
-                        else:
-                            slow_step(rec, nid)
-                    rec.off = off
-                elif event == "return":
-                    tracer.ret(rec, frame)
-                    if tracer.heap is not None:
-                        tracer.heap.frame_end(rec, frame)
-                elif event == "exception":
-                    rec.exc = frame.f_lasti
-                    cur = tracer.cur
-                    if cur is not None:
-                        # the exception object is not kept (it holds its traceback, hence
-                        # frames and locals): its id and a signature that tells a propagating
-                        # exception from a new one that happens to reuse the id
-                        exc = arg[1]
-                        k = id(exc)
-                        sig = exc_signature(exc, arg[2])
-                        o = cur.origins.get(k)
-                        if o is None or o[1] != sig:
-                            st = rec.last_step if rec.last_step is not None else cur.nsteps - 1
-                            cur.origins[k] = (st, sig)
-                        exc = None
-            except Exception as e:
-                tracer.errors.append(f"tracer: {type(e).__name__}: {e}")
+                                slow_step(rec, nid)
+                        rec.off = off
+                    elif event == "return":
+                        tracer.ret(rec, frame)
+                        if tracer.heap is not None:
+                            tracer.heap.frame_end(rec, frame)
+                    elif event == "exception":
+                        rec.exc = frame.f_lasti
+                        cur = tracer.cur
+                        if cur is not None:
+                            # the exception object is not kept (it holds its traceback, hence
+                            # frames and locals): its id and a signature that tells a propagating
+                            # exception from a new one that happens to reuse the id
+                            exc = arg[1]
+                            k = id(exc)
+                            sig = exc_signature(exc, arg[2])
+                            o = cur.origins.get(k)
+                            if o is None or o[1] != sig:
+                                st = rec.last_step if rec.last_step is not None else cur.nsteps - 1
+                                cur.origins[k] = (st, sig)
+                            exc = None
+                except Exception as e:
+                    tracer.errors.append(f"tracer: {type(e).__name__}: {e}")
+                return local
+
             return local
 
-        self._local_code = local.__code__
-        return local
+        self._local_code = next(c for c in make.__code__.co_consts
+                                if isinstance(c, type(make.__code__)) and c.co_name == "local")
+        return make
 
     def make_wrappers(self):
         """The condition wrappers called by instrumented code, with the common case inline
@@ -802,6 +818,14 @@ class Tracer:
 
     def pop(self, rec):
         st = self.stack
+        if st and st[-1] is rec:
+            # the common case: the frame on top returns (`rec in st` scans the whole stack)
+            st.pop()
+            self.byframe.pop(rec.pyframe, None)
+            rec.pyframe = None
+            if not st:
+                self.active = False
+            return
         if rec in st:
             while st:
                 r = st.pop()
@@ -1009,6 +1033,14 @@ class Tracer:
         point (0: the assertion failed or the condition raised)."""
         if not rec.record_steps:
             return
+        # the steps to infer: branch nodes without an outcome (in instrumented code the
+        # wrappers reported nearly all of them); the checks below are the authority
+        branch_ids = self.reg.branch_ids
+        known = rec.branch
+        steps_node = rec.steps_node
+        todo = [i for i, nid in enumerate(steps_node) if nid in branch_ids and i not in known]
+        if not todo:
+            return
         nexts = {}
         lastf = {}
         for i, fid in enumerate(rec.steps_frame):
@@ -1016,7 +1048,8 @@ class Tracer:
             if j is not None:
                 nexts[j] = i
             lastf[fid] = i
-        for i, nid in enumerate(rec.steps_node):
+        for i in todo:
+            nid = steps_node[i]
             if i in rec.branch:
                 continue
             n = self._node(nid)
