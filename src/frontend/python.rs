@@ -73,6 +73,12 @@ pub struct PythonTraceOptions {
     /// out of the dump (docs/frontend-python.md "Plain pre-run"). Default: on, unless the
     /// environment has `PROSECUTOR_PLAIN_RUN=0`.
     pub plain_run: bool,
+    /// Run the plain pre-run alongside the traced run (two processes at once) instead of
+    /// before it: the traced run reads each test's plain result as soon as the plain run has
+    /// it and waits for it when it matters, so the time limits and the comparison are those
+    /// of a plain run before (docs/frontend-python.md "Plain pre-run"). Default: on when the
+    /// machine has two or more CPUs, unless the environment has `PROSECUTOR_PLAIN_RUN=serial`.
+    pub plain_alongside: bool,
     /// Begin each trace with the import-time code of the modules under test (module and class
     /// bodies; docs/frontend-python.md "Import-time code"). Default: off, unless the environment
     /// has `PROSECUTOR_SETUP=1`.
@@ -94,6 +100,9 @@ impl PythonTraceOptions {
             step_cap: 2_000_000,
             test_globs: Vec::new(),
             plain_run: std::env::var("PROSECUTOR_PLAIN_RUN").map_or(true, |v| v.trim() != "0"),
+            plain_alongside: std::env::var("PROSECUTOR_PLAIN_RUN")
+                .map_or(true, |v| v.trim() != "serial")
+                && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
             import_time: std::env::var("PROSECUTOR_SETUP").is_ok_and(|v| v.trim() == "1"),
             progress: false,
         }
@@ -206,6 +215,9 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     let _ = std::fs::remove_file(&plain_path);
     let mut env: Vec<(&str, OsString)> = vec![("PROSECUTOR_MODE", "trace".into())];
     let mut plain_run = None;
+    if opts.plain_run && opts.plain_alongside {
+        return trace_with_plain_alongside(opts, &cwd, &src, &out, &pkg, &status_path, &plain_path);
+    }
     if opts.plain_run {
         if opts.progress {
             crate::progress::note(false, "plain run: the test command without tracing ...");
@@ -227,13 +239,103 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     }
     let output = run_command(opts, &cwd, &src, &out, &pkg, &status_path, &env);
     let _ = std::fs::remove_file(&plain_path);
-    let output = output?;
+    finish(output?, out, &status_path, plain_run)
+}
+
+/// The plain pre-run alongside the traced run: both processes start at once. The plain run
+/// appends each test's result to a stream file as soon as the test is done
+/// (`PROSECUTOR_PLAIN_STREAM`); the traced run gives a test whose plain result is not known yet
+/// the base time limit first and, when that runs out, waits for the result and extends the limit
+/// to what it would have been (plugin.py `_alarm`); before writing the dump it waits for the
+/// marker this thread writes when the plain run has ended (`PROSECUTOR_PLAIN_DONE`: its wall
+/// time, or why it gave no results), then compares outcomes as after a plain run before.
+fn trace_with_plain_alongside(
+    opts: &PythonTraceOptions,
+    cwd: &Path,
+    src: &Path,
+    out: &Path,
+    pkg: &Path,
+    status_path: &Path,
+    plain_path: &Path,
+) -> Result<TraceSummary, FrontendError> {
+    let stream_path = out.join(".prosecutor-plain.stream");
+    let done_path = out.join(".prosecutor-plain.done");
+    for p in [&stream_path, &done_path] {
+        let _ = std::fs::remove_file(p);
+    }
+    if opts.progress {
+        crate::progress::note(
+            false,
+            "plain run: the test command without tracing, alongside the traced run ...",
+        );
+    }
+    let env: Vec<(&str, OsString)> = vec![
+        ("PROSECUTOR_MODE", "trace".into()),
+        ("PROSECUTOR_PLAIN", plain_path.as_os_str().to_owned()),
+        (
+            "PROSECUTOR_PLAIN_STREAM",
+            stream_path.as_os_str().to_owned(),
+        ),
+        ("PROSECUTOR_PLAIN_DONE", done_path.as_os_str().to_owned()),
+    ];
+    let (plain, output) = std::thread::scope(|s| {
+        let plain = s.spawn(|| {
+            let extra = [(
+                "PROSECUTOR_PLAIN_STREAM",
+                stream_path.as_os_str().to_owned(),
+            )];
+            let r = run_plain_with(opts, cwd, src, out, pkg, status_path, plain_path, &extra);
+            let marker = match &r {
+                Ok(Ok(p)) => {
+                    serde_json::json!({"ok": true, "seconds": p.seconds, "tests": p.tests})
+                }
+                Ok(Err(why)) => serde_json::json!({"ok": false, "error": why}),
+                Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
+            };
+            // written whole, then renamed: the traced run never reads half a marker
+            let tmp = done_path.with_extension("done.tmp");
+            let _ = std::fs::write(&tmp, marker.to_string())
+                .and_then(|()| std::fs::rename(&tmp, &done_path));
+            r
+        });
+        let output = run_command(opts, cwd, src, out, pkg, status_path, &env);
+        (plain.join(), output)
+    });
+    for p in [plain_path, stream_path.as_path(), done_path.as_path()] {
+        let _ = std::fs::remove_file(p);
+    }
+    let plain = match plain {
+        Ok(r) => r?,
+        Err(_) => Err("the thread running it panicked".to_string()),
+    };
+    let plain_run = match plain {
+        Ok(p) => {
+            if opts.progress {
+                crate::progress::note(
+                    false,
+                    &format!("plain run: {} tests in {:.1} s", p.tests, p.seconds),
+                );
+            }
+            Some(p)
+        }
+        Err(_) => None,
+    };
+    finish(output?, out.to_path_buf(), status_path, plain_run)
+}
+
+/// The traced run's result: its status file, read into a summary (or the error it reports).
+fn finish(
+    output: Output,
+    out: PathBuf,
+    status_path: &Path,
+    plain_run: Option<PlainRun>,
+) -> Result<TraceSummary, FrontendError> {
     let status = match output.status.code() {
         Some(c) => c.to_string(),
         None => "killed by a signal".to_string(),
     };
     let detail = tail_of(&output);
-    let text = match std::fs::read_to_string(&status_path) {
+    let text = match std::fs::read_to_string(status_path) {
         Ok(t) => t,
         Err(_) => {
             return Err(if output.status.code() == Some(5) {
@@ -243,7 +345,7 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
             })
         }
     };
-    let _ = std::fs::remove_file(&status_path);
+    let _ = std::fs::remove_file(status_path);
     let v: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| FrontendError::Tracer(format!("unreadable status file: {e}")))?;
     let warnings: Vec<String> = v["warnings"]
@@ -293,7 +395,22 @@ fn run_plain(
     status_path: &Path,
     plain_path: &Path,
 ) -> Result<Result<PlainRun, String>, FrontendError> {
-    let env: Vec<(&str, OsString)> = vec![
+    run_plain_with(opts, cwd, src, out, pkg, status_path, plain_path, &[])
+}
+
+/// `run_plain` with more environment variables for the plain run.
+#[allow(clippy::too_many_arguments)]
+fn run_plain_with(
+    opts: &PythonTraceOptions,
+    cwd: &Path,
+    src: &Path,
+    out: &Path,
+    pkg: &Path,
+    status_path: &Path,
+    plain_path: &Path,
+    extra: &[(&str, OsString)],
+) -> Result<Result<PlainRun, String>, FrontendError> {
+    let mut env: Vec<(&str, OsString)> = vec![
         ("PROSECUTOR_MODE", "plain".into()),
         ("PROSECUTOR_PLAIN_OUT", plain_path.as_os_str().to_owned()),
         (
@@ -301,6 +418,7 @@ fn run_plain(
             format!("{}", plain_timeout(opts.test_timeout).as_secs_f64()).into(),
         ),
     ];
+    env.extend(extra.iter().cloned());
     let start = Instant::now();
     let output = run_command(opts, cwd, src, out, pkg, status_path, &env)?;
     let seconds = start.elapsed().as_secs_f64();
@@ -366,6 +484,8 @@ fn run_command(
             "PROSECUTOR_PLAIN_WALL",
             "PROSECUTOR_PLAIN_ERROR",
             "PROSECUTOR_PLAIN_TIMEOUT",
+            "PROSECUTOR_PLAIN_STREAM",
+            "PROSECUTOR_PLAIN_DONE",
         ] {
             c.env_remove(k);
         }
@@ -892,10 +1012,23 @@ def test_negative():
         write(d.path(), "tests/test_stats.py", &tests);
         let mut o = opts(d.path());
         o.test_timeout = Duration::from_millis(500);
-        let s = trace(&o).expect("trace");
-        let m = manifest(&s.dump);
-        let t = test_entry(&m, "test_describe").unwrap();
-        assert_eq!(t["failure_kind"].as_str(), Some("assertion"), "{t:?}");
+        // the plain run before the traced run, and alongside it (the traced run reaches the
+        // base limit first, waits for the plain result and goes on to the raised limit)
+        for alongside in [false, true] {
+            o.plain_alongside = alongside;
+            let s = trace(&o).expect("trace");
+            let m = manifest(&s.dump);
+            let t = test_entry(&m, "test_describe").unwrap();
+            assert_eq!(t["failure_kind"].as_str(), Some("assertion"), "{t:?}");
+            assert!(s.plain_run.is_some());
+            for f in [
+                ".prosecutor-plain.json",
+                ".prosecutor-plain.stream",
+                ".prosecutor-plain.done",
+            ] {
+                assert!(!s.dump.join(f).exists(), "{f} left in the dump");
+            }
+        }
         o.plain_run = false;
         let s = trace(&o).expect("trace");
         let m = manifest(&s.dump);

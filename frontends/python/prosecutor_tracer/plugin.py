@@ -93,7 +93,20 @@ class State:
             flip = ("", 0)   # as a control run until a child is told what to flip
             self.flip_test, self.flip_out = "", None
         # the plain pre-run (PROSECUTOR_PLAIN, trace mode): node id -> {"outcome", "duration_s"}
-        self.plain, self.plain_error = _load_plain(os.environ.get("PROSECUTOR_PLAIN")) if mode == "trace" else (None, None)
+        # The plain run alongside this one (PROSECUTOR_PLAIN_DONE, set by the driver): its
+        # results come in as it goes (PROSECUTOR_PLAIN_STREAM, read by _plain_poll) and are
+        # complete once the driver's marker PROSECUTOR_PLAIN_DONE exists (_plain_finish).
+        self.plain_done = os.environ.get("PROSECUTOR_PLAIN_DONE") if mode == "trace" else None
+        self.plain_stream = os.environ.get("PROSECUTOR_PLAIN_STREAM") or None
+        self.plain_stream_pos = 0
+        self.plain_pending = bool(self.plain_done)
+        self.plain_wall = None       # its wall time, s (from the marker)
+        self.limit_pending = None    # node id of the running test whose limit awaits its plain result
+        self.call_t0 = 0.0
+        if self.plain_pending:
+            self.plain, self.plain_error = {}, None
+        else:
+            self.plain, self.plain_error = _load_plain(os.environ.get("PROSECUTOR_PLAIN")) if mode == "trace" else (None, None)
         if mode == "trace" and self.plain is None and not self.plain_error:
             self.plain_error = os.environ.get("PROSECUTOR_PLAIN_ERROR") or None
         self.plain_factor = _env_float("PROSECUTOR_PLAIN_FACTOR", PLAIN_FACTOR)
@@ -130,6 +143,8 @@ class State:
         the test's plain duration when the plain pre-run measured it (0 = none)."""
         if self.timeout <= 0:
             return 0.0
+        if self.plain_pending and nodeid not in self.plain:
+            _plain_poll(self)
         p = self.plain.get(nodeid) if self.plain else None
         if p and p.get("outcome") in ("pass", "fail"):
             try:
@@ -148,6 +163,76 @@ class State:
                 json.dump(kw, fh)
         except OSError:
             pass
+
+
+def _plain_poll(st):
+    """Reads the results the plain run alongside has streamed since the last call (one JSON
+    line per finished test: {"id": node id, "r": its result}) into st.plain."""
+    path = st.plain_stream
+    if not path:
+        return
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(st.plain_stream_pos)
+            data = fh.read()
+    except OSError:
+        return
+    end = data.rfind(b"\n")
+    if end < 0:
+        return
+    st.plain_stream_pos += end + 1
+    for line in data[:end].split(b"\n"):
+        try:
+            d = json.loads(line)
+            if isinstance(d.get("r"), dict):
+                st.plain[str(d["id"])] = d["r"]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+
+
+def _plain_done(st):
+    """The driver's marker that the plain run alongside has ended (its JSON), or None."""
+    try:
+        with open(st.plain_done, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def _plain_wait(st, nodeid):
+    """Waits until the plain run alongside has a result for `nodeid` or has ended."""
+    while True:
+        _plain_poll(st)
+        if nodeid in st.plain or _plain_done(st) is not None:
+            _plain_poll(st)
+            return
+        time.sleep(0.02)
+
+
+def _plain_finish(st):
+    """The traced run is over: waits for the plain run alongside to end and takes its results
+    exactly as after a plain run before (the driver's checks of that run are in the marker).
+    Every test's time limit is then the one it had (or, for a test that ended before its
+    limit mattered, would have had) with the whole plain run known before."""
+    if not st.plain_pending:
+        return
+    while True:
+        m = _plain_done(st)
+        if m is not None:
+            break
+        time.sleep(0.05)
+    st.plain_pending = False
+    if m.get("ok"):
+        st.plain, st.plain_error = _load_plain(os.environ.get("PROSECUTOR_PLAIN"))
+        try:
+            st.plain_wall = float(m.get("seconds"))
+        except (TypeError, ValueError):
+            st.plain_wall = None
+    else:
+        st.plain, st.plain_error = None, str(m.get("error") or "unknown error")
+    for t in st.tests:
+        if "timeout_s" in t:
+            t["timeout_s"] = st.timeout_for(t["id"])
 
 
 def _load_plain(path):
@@ -189,6 +274,25 @@ class PlainState:
         self.current = None
         self.subtest_failure = {}
         self.first_test_at = None
+        # the traced run alongside reads each test's result from here as soon as it is known
+        self.stream = None
+        path = os.environ.get("PROSECUTOR_PLAIN_STREAM")
+        if path:
+            try:
+                self.stream = open(path, "a", encoding="utf-8")
+            except OSError:
+                self.stream = None
+
+    def streamed(self, nodeid):
+        """Test `nodeid` is done: its result to the stream (one line, flushed)."""
+        r = self.tests.get(nodeid)
+        if self.stream is None or r is None:
+            return
+        try:
+            self.stream.write(json.dumps({"id": nodeid, "r": r}) + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
 
     def write(self):
         if not self.out:
@@ -707,6 +811,21 @@ def _alarm(signum, frame):
         # The test has already ended (the alarm raced its end): raising now would hit pytest's
         # own machinery and lose the test's report.
         return
+    if st.limit_pending is not None:
+        # the base limit ran out before the plain run alongside had this test's result: wait
+        # for it (the wait does not count), and go on up to the limit the test would have had
+        # with the plain run before (max(timeout, factor x its plain duration))
+        nid, st.limit_pending = st.limit_pending, None
+        w0 = time.monotonic()
+        _plain_wait(st, nid)
+        now = time.monotonic()
+        limit = st.timeout_for(nid)
+        st.cur_timeout = limit
+        st.call_t0 += now - w0
+        left = limit - (now - st.call_t0)
+        if left > 0:
+            signal.setitimer(signal.ITIMER_REAL, left)
+            return
     st.tracer.cur.timed_out = True
     signal.setitimer(signal.ITIMER_REAL, 1.0)  # keep insisting if it is swallowed
     if frame is not None and _in_harness(frame.f_code.co_filename):
@@ -728,7 +847,10 @@ def pytest_runtest_call(item):
         return
     _stop_setup(st)
     st.cur_timeout = st.timeout_for(item.nodeid) if st.mode == "trace" else st.timeout
-    t0 = time.monotonic()
+    # (the plain run alongside has no result for it yet: the base limit, extended by _alarm)
+    st.limit_pending = (item.nodeid if st.mode == "trace" and st.plain_pending and st.cur_timeout > 0
+                        and item.nodeid not in st.plain else None)
+    t0 = st.call_t0 = time.monotonic()
     try:
         with _running(st, item, st.cur_timeout, _alarm):
             st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item))
@@ -737,7 +859,14 @@ def pytest_runtest_call(item):
         # after the alarm is disarmed: stopping the tracer of a long (timed-out) test can take
         # longer than the re-armed alarm, and a TestTimeout raised there would lose the report
         rec = st.tracer.stop()
+        st.limit_pending = None
         st.current = (rec, time.monotonic() - t0, st.cur_timeout)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    st = _state
+    if st is not None and st.mode == "plain":
+        st.streamed(nodeid)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -896,6 +1025,7 @@ def pytest_sessionfinish(session, exitstatus):
     if st.mode == "serve":
         return
     try:
+        _plain_finish(st)
         summary = write_dump(st)
         st.write_status(ok=True, **summary)
     except Exception as e:  # report, do not crash pytest
@@ -1629,7 +1759,7 @@ def _setup_summary(st, setup, prefixed):
 def _plain_notes(st):
     """[notes] lines about the plain pre-run."""
     lines = [f"plain_run = {'true' if st.plain is not None else 'false'}"]
-    wall = os.environ.get("PROSECUTOR_PLAIN_WALL")
+    wall = os.environ.get("PROSECUTOR_PLAIN_WALL") if st.plain_wall is None else st.plain_wall
     if st.plain is not None and wall:
         try:
             lines.append(f"plain_run_s = {float(wall):.3f}")
