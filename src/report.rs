@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use crate::localize::cfx::CfxOutcome;
-use crate::localize::ranking::ModelRank;
+use crate::localize::ranking::{Granularity, ModelRank, Ranked};
 use crate::localize::Report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -38,6 +38,7 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
             } else {
                 writeln!(w, "rank,file,line,score,method")?;
             }
+            let prec = precision(&r.ranking[..n]);
             for e in &r.ranking[..n] {
                 write!(w, "{},{},{},", e.rank, csv(&e.file), e.line)?;
                 if both {
@@ -46,7 +47,7 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
                     };
                     write!(w, "{},{},{},", e.key.unwrap_or(0), m(e.fp), m(e.f))?;
                 } else {
-                    write!(w, "{:.6},", e.score)?;
+                    write!(w, "{:.prec$},", e.score)?;
                 }
                 writeln!(w, "{}", csv(&e.method))?;
             }
@@ -56,12 +57,11 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
             Ok(())
         }
         Format::Table => {
-            let wf = r.ranking[..n]
-                .iter()
-                .map(|e| e.file.len() + 1 + digits(e.line))
-                .max()
-                .unwrap_or(8)
-                .max(8);
+            let shown = &r.ranking[..n];
+            let locs: Vec<String> = shown.iter().map(|e| location(e, r.granularity)).collect();
+            let wf = locs.iter().map(String::len).max().unwrap_or(8).max(8);
+            let prec = precision(shown);
+            let ws = prec + 2;
             let both = r.ranking.iter().any(|e| e.key.is_some());
             if both {
                 writeln!(
@@ -72,12 +72,11 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
             } else {
                 writeln!(
                     w,
-                    "{:>4}  {:<wf$}  {:>8}  method",
+                    "{:>4}  {:<wf$}  {:>ws$}  method",
                     "rank", "location", "score"
                 )?;
             }
-            for e in &r.ranking[..n] {
-                let loc = format!("{}:{}", e.file, e.line);
+            for (e, loc) in shown.iter().zip(&locs) {
                 if both {
                     let m = |m: Option<ModelRank>| {
                         m.map_or_else(
@@ -98,7 +97,7 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
                 } else {
                     writeln!(
                         w,
-                        "{:>4}  {:<wf$}  {:>8.6}  {}",
+                        "{:>4}  {:<wf$}  {:>ws$.prec$}  {}",
                         e.rank, loc, e.score, e.method
                     )?;
                 }
@@ -160,10 +159,16 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
                     } else {
                         format!(": {}", e.detail.lines().next().unwrap_or(""))
                     };
+                    let text = x.text.trim();
+                    let cond = if text.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" `{text}`")
+                    };
                     writeln!(
                         w,
-                        "  flip {}:{} (#{} in {}) -> {:?}{why}",
-                        x.file, x.line, x.occurrence, x.test, e.outcome
+                        "  flip {}{cond} (#{} in {}) -> {:?}{why}",
+                        x.stmt, x.occurrence, x.test, e.outcome
                     )?;
                 }
             }
@@ -184,8 +189,27 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
     }
 }
 
-fn digits(x: u32) -> usize {
-    x.to_string().len()
+/// Where an entry points: `file:line`; at statement grain the statement itself (its id, which
+/// the Python front-end makes `file:line:column[:operator]`), so two statements on one line
+/// print apart.
+fn location(e: &Ranked, g: Granularity) -> String {
+    let loc = format!("{}:{}", e.file, e.line);
+    match (g, e.statements.first()) {
+        (Granularity::Statement, Some(id)) if id.starts_with(&format!("{loc}:")) => id.clone(),
+        (Granularity::Statement, Some(id)) if *id != loc => format!("{loc} ({id})"),
+        _ => loc,
+    }
+}
+
+/// Decimals that make every two neighbouring entries of different rank print different scores
+/// (6 at least, 15 at most): the printed numbers show the order instead of contradicting it.
+fn precision(shown: &[Ranked]) -> usize {
+    let apart = |p: usize| {
+        shown.windows(2).all(|w| {
+            w[0].rank == w[1].rank || format!("{:.p$}", w[0].score) != format!("{:.p$}", w[1].score)
+        })
+    };
+    (6..=15).find(|&p| apart(p)).unwrap_or(15)
 }
 
 fn csv(s: &str) -> String {
@@ -193,5 +217,49 @@ fn csv(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(rank: usize, score: f64, stmt: &str) -> Ranked {
+        Ranked {
+            rank,
+            file: "a.py".into(),
+            line: 3,
+            score,
+            method: "a.py::f".into(),
+            statements: vec![stmt.into()],
+            key: None,
+            f: None,
+            fp: None,
+        }
+    }
+
+    /// Two entries of different rank never print the same score; tied ones may.
+    #[test]
+    fn scores_print_with_the_digits_that_order_them() {
+        let v = [
+            entry(1, 0.15000000012, "a.py:3:0"),
+            entry(2, 0.15000000001, "a.py:3:4"),
+            entry(3, 0.1, "a.py:3:8"),
+            entry(3, 0.1, "a.py:3:9"),
+        ];
+        let p = precision(&v);
+        assert_eq!(p, 10);
+        assert_ne!(format!("{:.p$}", v[0].score), format!("{:.p$}", v[1].score));
+        assert_eq!(precision(&v[2..]), 6);
+    }
+
+    /// At statement grain two statements of one line print apart.
+    #[test]
+    fn statement_grain_shows_the_statement() {
+        let py = entry(1, 0.5, "a.py:3:8");
+        assert_eq!(location(&py, Granularity::Statement), "a.py:3:8");
+        assert_eq!(location(&py, Granularity::Line), "a.py:3");
+        let java = entry(1, 0.5, "lp.22b");
+        assert_eq!(location(&java, Granularity::Statement), "a.py:3 (lp.22b)");
     }
 }

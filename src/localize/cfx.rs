@@ -39,6 +39,10 @@ pub struct Experiment {
     pub occurrence: u32,
     pub file: String,
     pub line: u32,
+    /// The flipped branch's source text (the condition), for display; empty in results files
+    /// written before it existed.
+    #[serde(default)]
+    pub text: String,
     /// Posterior probability that the branch condition was evaluated incorrectly.
     pub score: f64,
 }
@@ -166,6 +170,7 @@ pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> 
                 occurrence,
                 file: st.file.clone(),
                 line: st.line,
+                text: st.text.clone(),
                 score,
             }
         })
@@ -858,6 +863,7 @@ mod tests {
                 occurrence: 1,
                 file: "a.py".into(),
                 line: 3,
+                text: "if x:".into(),
                 score: 0.5,
             },
             outcome,

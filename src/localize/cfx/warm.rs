@@ -290,6 +290,7 @@ mod tests {
             occurrence: 1,
             file: "a.py".into(),
             line: 1,
+            text: "if x:".into(),
             score: 0.5,
         }
     }
