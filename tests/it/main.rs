@@ -5,6 +5,7 @@ mod baseline;
 mod cfx_runner;
 mod common;
 mod differential;
+mod docs_commands;
 mod epg_fixtures;
 mod eval;
 mod localize;
