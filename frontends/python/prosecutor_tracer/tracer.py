@@ -438,6 +438,8 @@ class Tracer:
         self.thread = threading.get_ident()
         if self._global is None:
             self._global = self._make_global()
+        if self._local_maker is None:
+            self._local_maker = self._make_local_maker()
         self._previous = sys.gettrace()
         sys.settrace(self._global)
 
@@ -578,7 +580,9 @@ class Tracer:
             cur.methods.add(m.id)
             if m.multi_lines:
                 frame.f_trace_opcodes = True
-            tr = self._make_local(rec)
+            # (the maker is called here directly: the trace functions run at the recursion
+            # limit too, and a call more or less there changes what is recorded)
+            tr = self._local_maker(rec, self.step_cap)
             return tr
         except Exception as e:
             self.errors.append(f"tracer: {type(e).__name__}: {e}")
@@ -626,10 +630,7 @@ class Tracer:
 
     def _make_local(self, rec):
         """The local trace function of one activation (`rec`)."""
-        mk = self._local_maker
-        if mk is None:
-            mk = self._local_maker = self._make_local_maker()
-        return mk(rec, self.step_cap)
+        return self._local_maker(rec, self.step_cap)
 
     def _make_local_maker(self):
         """A function making local trace functions.  What every activation shares is bound
@@ -821,7 +822,7 @@ class Tracer:
         if st and st[-1] is rec:
             # the common case: the frame on top returns (`rec in st` scans the whole stack)
             st.pop()
-            self.byframe.pop(rec.pyframe, None)
+            self._drop(rec)
             rec.pyframe = None
             if not st:
                 self.active = False
@@ -1041,13 +1042,17 @@ class Tracer:
         todo = [i for i, nid in enumerate(steps_node) if nid in branch_ids and i not in known]
         if not todo:
             return
-        nexts = {}
-        lastf = {}
-        for i, fid in enumerate(rec.steps_frame):
-            j = lastf.get(fid)
-            if j is not None:
-                nexts[j] = i
-            lastf[fid] = i
+        steps_frame = rec.steps_frame
+        nexts = None
+        if len(todo) > 64:
+            # many: one pass over all steps (a scan per step below could go quadratic)
+            nexts = {}
+            lastf = {}
+            for i, fid in enumerate(steps_frame):
+                j = lastf.get(fid)
+                if j is not None:
+                    nexts[j] = i
+                lastf[fid] = i
         for i in todo:
             nid = steps_node[i]
             if i in rec.branch:
@@ -1055,7 +1060,14 @@ class Tracer:
             n = self._node(nid)
             if n is None or n.kind != "branch":
                 continue
-            k = nexts.get(i)
+            # the next step of the same frame (a few: list.index scans in C)
+            if nexts is not None:
+                k = nexts.get(i)
+            else:
+                try:
+                    k = steps_frame.index(steps_frame[i], i + 1)
+                except ValueError:
+                    k = None
             out = 0 if i == failure_step else 1
             if k is not None:
                 out = 0
