@@ -11,6 +11,9 @@ pub enum Format {
     Table,
     Json,
     Csv,
+    /// GZoltar's ranking file (`name;suspiciousness_value`), names `file:line` (the statement
+    /// id at statement grain, the method at method grain), for tools that read GZoltar's output.
+    Gzoltar,
 }
 
 pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) -> io::Result<()> {
@@ -20,6 +23,15 @@ pub fn write(w: &mut dyn Write, r: &Report, format: Format, top: Option<usize>) 
         .unwrap_or(usize::MAX)
         .min(r.ranking.len());
     match format {
+        Format::Gzoltar => {
+            let entries: Vec<(String, f64)> = r.ranking[..n]
+                .iter()
+                .map(|e| (gzoltar_name(e, r.granularity), e.score))
+                .collect();
+            crate::baselines::interop::write_gzoltar_ranking(&mut *w, &entries)
+                .map_err(|e| io::Error::other(e.to_string()))
+            // (no place for warnings in this format: `localize` prints them on stderr)
+        }
         Format::Json => {
             let mut v = serde_json::to_value(r).map_err(io::Error::other)?;
             if let Some(a) = v.get_mut("ranking").and_then(|a| a.as_array_mut()) {
@@ -198,6 +210,15 @@ fn location(e: &Ranked, g: Granularity) -> String {
         (Granularity::Statement, Some(id)) if id.starts_with(&format!("{loc}:")) => id.clone(),
         (Granularity::Statement, Some(id)) if *id != loc => format!("{loc} ({id})"),
         _ => loc,
+    }
+}
+
+/// An entry's element name in a GZoltar ranking.
+fn gzoltar_name(e: &Ranked, g: Granularity) -> String {
+    match g {
+        Granularity::Line => format!("{}:{}", e.file, e.line),
+        Granularity::Statement => location(e, g),
+        Granularity::Method => e.method.clone(),
     }
 }
 

@@ -5,10 +5,12 @@
 //! * [`manifest`]: the `[[case]]` manifest of `eval`.
 //! * [`harness`]: one case: trace or reuse a dump, run PROSECUTOR, its ablations and the baselines.
 //! * [`output`]: `summary.md`, `cases.csv`, `topk.svg`.
+//! * `gzoltar`: `baseline --gzoltar DIR`, SBFL on a spectrum GZoltar collected.
 //!
 //! Metric definitions and how to run: docs/evaluation.md.
 
 pub mod baseline;
+mod gzoltar;
 pub mod harness;
 pub mod manifest;
 pub mod output;
@@ -22,15 +24,21 @@ use crate::error::Error;
 use crate::localize::{Mode, Report};
 
 pub use baseline::Technique;
+
 pub use harness::{run_case, CaseResult, Run, Settings, Tech};
 pub use manifest::{Case, EvalManifest};
 pub use score::{locate, FaultyLines, Located};
 
-/// `prosecutor baseline DUMP --technique NAME`.
+/// `prosecutor baseline DUMP --technique NAME` (or `--gzoltar DIR` instead of DUMP).
 #[derive(clap::Args, Debug)]
 pub struct BaselineArgs {
     /// The trace dump directory.
-    pub dump: PathBuf,
+    #[arg(required_unless_present = "gzoltar", conflicts_with = "gzoltar")]
+    pub dump: Option<PathBuf>,
+    /// Rank the elements of a spectrum GZoltar collected (DIR/matrix.txt and DIR/spectra.csv,
+    /// docs/formats.md) instead of a dump's; SBFL formulas only.
+    #[arg(long, value_name = "DIR")]
+    pub gzoltar: Option<PathBuf>,
     /// ochiai, tarantula, dstar, op2, jaccard, barinel, naish1 or cp.
     #[arg(long)]
     pub technique: String,
@@ -107,8 +115,11 @@ pub fn baseline_report(
 
 pub fn run_baseline(a: &BaselineArgs, out: &mut dyn Write) -> Result<i32, Error> {
     let t: Technique = a.technique.parse().map_err(Error::Other)?;
-    let dump = crate::dump::Dump::load(&a.dump)?;
-    let report = baseline_report(&dump, t, a.granularity)?;
+    let report = match (&a.dump, &a.gzoltar) {
+        (_, Some(dir)) => gzoltar::report(dir, t)?,
+        (Some(d), None) => baseline_report(&crate::dump::Dump::load(d)?, t, a.granularity)?,
+        (None, None) => unreachable!("clap requires DUMP or --gzoltar"),
+    };
     crate::report::write(out, &report, a.format, a.top).map_err(Error::Output)?;
     Ok(0)
 }

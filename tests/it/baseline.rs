@@ -183,3 +183,51 @@ fn unknown_technique_and_bad_dump_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
 }
+
+/// GZoltar interop on the command line: `baseline --gzoltar DIR` ranks a spectrum GZoltar
+/// collected, and `--format gzoltar` writes GZoltar's ranking file (here: the same file GZoltar
+/// would write for that spectrum and Ochiai, committed beside it).
+#[test]
+fn gzoltar_spectrum_in_gzoltar_ranking_out() {
+    let dir = root().join("src/baselines/testdata/gzoltar");
+    let d = dir.to_str().unwrap();
+    let out = run(&[
+        "baseline",
+        "--gzoltar",
+        d,
+        "--technique",
+        "ochiai",
+        "--format",
+        "gzoltar",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = std::fs::read_to_string(dir.join("ochiai.ranking.csv")).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    // CP needs control flow that a spectrum does not have: a clear error, exit 2
+    let out = run(&["baseline", "--gzoltar", d, "--technique", "cp"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a trace dump"));
+    // localize's ranking as GZoltar's file: a header, then `file:line;score` in rank order
+    let dump = root().join("fixtures/dumps/leftpad_fig1");
+    let out = run(&[
+        "localize",
+        dump.to_str().unwrap(),
+        "--no-cfx",
+        "--format",
+        "gzoltar",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("name;suspiciousness_value"));
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("StringUtils.java:26;0.55"),
+        "{text}"
+    );
+}
