@@ -13,6 +13,9 @@ use crate::localize::{CfxModel, CfxSource, Mode, Options};
 use crate::pipeline::{self, Rules};
 use crate::report::Format as ReportFormat;
 
+/// `derive` says on stderr how much it is about to write above this many edges.
+const LARGE_EPG_EDGES: usize = 100_000;
+
 #[derive(Parser, Debug)]
 #[command(name = "prosecutor", version, about = "Bayesian counterfactual fault localization", long_about = None)]
 pub struct Cli {
@@ -36,6 +39,10 @@ pub enum Command {
         compiled: bool,
         #[arg(long, value_enum, default_value = "tsv")]
         format: crate::epg::Format,
+        /// Print only the edges this rule derived (repeatable; e.g. --rule R_DU) and the
+        /// vertices they join: a large dump's whole EPG is millions of lines.
+        #[arg(long = "rule", value_name = "NAME")]
+        only: Vec<String>,
     },
     /// Rank the source lines most likely to be the fault.
     Localize(LocalizeArgs),
@@ -450,6 +457,7 @@ pub fn try_main() -> Result<i32, Error> {
             rules,
             compiled,
             format,
+            only,
         } => {
             let rules = if compiled {
                 Rules::Compiled
@@ -457,7 +465,18 @@ pub fn try_main() -> Result<i32, Error> {
                 Rules::load(rules.as_deref())?
             };
             let dump = crate::dump::Dump::load(&dump)?;
-            let (epg, _) = pipeline::derive_all(&dump, &rules)?;
+            let (mut epg, _) = pipeline::derive_all(&dump, &rules)?;
+            if !only.is_empty() {
+                epg = epg.only_rules(&only).map_err(Error::Other)?;
+            }
+            if epg.edges.len() > LARGE_EPG_EDGES {
+                eprintln!(
+                    "prosecutor: note: writing {} vertices and {} edges; --rule NAME prints the \
+                     edges of one rule",
+                    epg.vertices.len(),
+                    epg.edges.len()
+                );
+            }
             match format {
                 crate::epg::Format::Tsv => crate::epg::write_tsv(&mut out, &dump, &epg),
                 crate::epg::Format::Csv => crate::epg::write_csv(&mut out, &dump, &epg),

@@ -94,6 +94,42 @@ pub struct Epg {
     pub rule_names: Vec<String>,
 }
 
+impl Epg {
+    /// The subgraph of the edges derived by `rules` (names as in the rule file) and the vertices
+    /// they join (`derive --rule`). An unknown name is an error that lists the known ones.
+    pub fn only_rules(&self, rules: &[String]) -> Result<Epg, String> {
+        let mut keep = vec![false; self.rule_names.len()];
+        for r in rules {
+            let i = self.rule_names.iter().position(|n| n == r).ok_or_else(|| {
+                format!(
+                    "--rule {r}: no such rule; the rules are {}",
+                    self.rule_names.join(", ")
+                )
+            })?;
+            keep[i] = true;
+        }
+        let mut new_index = vec![u32::MAX; self.vertices.len()];
+        let mut vertices = Vec::new();
+        let mut edges = Vec::new();
+        for e in self.edges.iter().filter(|e| keep[e.rule as usize]) {
+            let mut map = |v: u32| {
+                if new_index[v as usize] == u32::MAX {
+                    new_index[v as usize] = vertices.len() as u32;
+                    vertices.push(self.vertices[v as usize]);
+                }
+                new_index[v as usize]
+            };
+            let (src, dst) = (map(e.src), map(e.dst));
+            edges.push(Edge { src, dst, ..*e });
+        }
+        Ok(Epg {
+            vertices,
+            edges,
+            rule_names: self.rule_names.clone(),
+        })
+    }
+}
+
 /// Errors of rule loading and derivation (all are bad input: exit code 2).
 #[derive(Debug, thiserror::Error)]
 pub enum EpgError {

@@ -192,3 +192,20 @@ fn dot_output_parses_in_graphviz() {
     }
     assert!(checked >= 5, "only {checked} bundled dumps found");
 }
+
+/// `derive --rule NAME` prints exactly the edges of that rule; an unknown name is an error
+/// that lists the rules.
+#[test]
+fn derive_one_rule() {
+    let d = root().join("fixtures/dumps/leftpad_fig1");
+    let d = d.to_str().unwrap();
+    let all = rule_counts(&["derive", d, "--format", "csv"]);
+    let du = rule_counts(&["derive", d, "--format", "csv", "--rule", "R_DU"]);
+    assert_eq!(du.len(), 1, "{du:?}");
+    assert_eq!(du.get("R_DU"), all.get("R_DU"));
+    assert!(all.len() > 2, "{all:?}");
+    let out = run(&["derive", d, "--rule", "R_NOPE"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("R_NOPE") && err.contains("R_DU"), "{err}");
+}
