@@ -1648,7 +1648,10 @@ def write_dump(st):
             nfail += 1
         else:
             npass += 1
-        heap_rows = _heap.load(t.get("heap")) if heap_on else []
+        # (the rows of a test are read only when something uses them: its trace is written,
+        # or they decide its setup segments)
+        need_rows = heap_on and (setup is not None or (id(t) in selected and t.get("rec")))
+        heap_rows = _heap.load(t.get("heap")) if need_rows else []
         segs = setup.for_test(t, heap_rows) if setup is not None else []
         cov = set(t.get("coverage", ()))
         edges = set(t.get("edges", ()))

@@ -25,6 +25,7 @@ Model (see docs/frontend-python.md):
 from __future__ import annotations
 
 import dis
+import itertools
 import os
 import sys
 import threading
@@ -1036,23 +1037,17 @@ class Tracer:
             return
         # the steps to infer: branch nodes without an outcome (in instrumented code the
         # wrappers reported nearly all of them); the checks below are the authority
-        branch_ids = self.reg.branch_ids
         known = rec.branch
         steps_node = rec.steps_node
-        todo = [i for i, nid in enumerate(steps_node) if nid in branch_ids and i not in known]
+        # (the branch steps are picked out in C: itertools.compress over a map of set lookups)
+        todo = [i for i in itertools.compress(range(len(steps_node)),
+                                              map(self.reg.branch_ids.__contains__, steps_node))
+                if i not in known]
         if not todo:
             return
         steps_frame = rec.steps_frame
         nexts = None
-        if len(todo) > 64:
-            # many: one pass over all steps (a scan per step below could go quadratic)
-            nexts = {}
-            lastf = {}
-            for i, fid in enumerate(steps_frame):
-                j = lastf.get(fid)
-                if j is not None:
-                    nexts[j] = i
-                lastf[fid] = i
+        budget = 4 * len(steps_frame) + 64     # steps the scans below may pass over at most
         for i in todo:
             nid = steps_node[i]
             if i in rec.branch:
@@ -1060,14 +1055,25 @@ class Tracer:
             n = self._node(nid)
             if n is None or n.kind != "branch":
                 continue
-            # the next step of the same frame (a few: list.index scans in C)
+            # the next step of the same frame: list.index scans in C; past the budget (deep
+            # recursion in test code: long scans over and over) one pass over all steps
+            if nexts is None and budget < 0:
+                nexts = {}
+                lastf = {}
+                for j, fid in enumerate(steps_frame):
+                    p = lastf.get(fid)
+                    if p is not None:
+                        nexts[p] = j
+                    lastf[fid] = j
             if nexts is not None:
                 k = nexts.get(i)
             else:
                 try:
                     k = steps_frame.index(steps_frame[i], i + 1)
+                    budget -= k - i
                 except ValueError:
                     k = None
+                    budget -= len(steps_frame) - i
             out = 0 if i == failure_step else 1
             if k is not None:
                 out = 0
