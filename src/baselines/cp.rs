@@ -22,7 +22,8 @@
 //! 6. The linear system `(I − M)·BR = c` is solved exactly (no iteration) by
 //!    strongly connected components in reverse topological order: acyclic
 //!    parts are plain substitution, each loop (SCC) is a dense LU with
-//!    partial pivoting. A singular SCC is reported as [`CpError::Singular`].
+//!    partial pivoting. A singular SCC (the paper has no answer, spec G5) gets the
+//!    least-squares solution of least norm, listed in [`CpDiagnostics::least_squares`].
 //!
 //! [`cp_statement_ranking`] turns block scores into the paper's statement
 //! ranking: statements inherit their block's score, scores are merged into
@@ -33,6 +34,30 @@
 
 use crate::metrics::linalg::{DenseMatrix, LinalgError, Lu};
 use crate::metrics::{MetricError, Ranking};
+
+/// The least-squares solution of least norm of a singular `a·x = b` (what the pseudo-inverse
+/// gives), as the limit of Tikhonov regularization: `(aᵀa + λI)x = aᵀb` with `λ` 1e-12 of
+/// `aᵀa`'s largest entry. `aᵀb` has no part in `a`'s null space, so `x` stays bounded and its
+/// null-space part is 0 (a loop without an exit gets `BR = 0`, as the spec says of a
+/// homogeneous subsystem). `None` if even that overflows.
+fn min_norm_least_squares(a: &DenseMatrix<f64>, b: &[f64]) -> Option<Vec<f64>> {
+    let n = a.n;
+    let mut ata = DenseMatrix::<f64>::zeros(n);
+    let mut atb = vec![0f64; n];
+    for i in 0..n {
+        for j in 0..n {
+            let v: f64 = (0..n).map(|r| a.get(r, i) * a.get(r, j)).sum();
+            ata.set(i, j, v);
+        }
+        atb[i] = (0..n).map(|r| a.get(r, i) * b[r]).sum();
+    }
+    let scale = ata.data.iter().fold(0f64, |m, v| m.max(v.abs())).max(1.0);
+    for i in 0..n {
+        ata.add_to(i, i, 1e-12 * scale);
+    }
+    let x = Lu::factor(ata).and_then(|lu| lu.solve(&atb)).ok()?;
+    x.iter().all(|v| v.is_finite()).then_some(x)
+}
 
 /// A CFG edge between blocks. `from = None` is an entry edge from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,7 +139,7 @@ pub struct CpBlockScore {
 }
 
 /// Solver diagnostics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpDiagnostics {
     pub kept_edges: usize,
     pub system_blocks: usize,
@@ -124,6 +149,9 @@ pub struct CpDiagnostics {
     pub largest_component: usize,
     /// Blocks whose eq. 4 denominator was replaced by `epsilon`.
     pub epsilon_denominators: usize,
+    /// Loops (blocks of one SCC) whose system `(I − M)x = c` is singular, solved by the
+    /// least-squares solution of least norm instead (spec G5).
+    pub least_squares: Vec<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -313,6 +341,7 @@ pub fn cp_scores(input: &CpInput) -> Result<CpResult, CpError> {
     let mut br = vec![0f64; n];
     let mut comp_of = vec![usize::MAX; n];
     let mut largest = 0;
+    let mut least_squares: Vec<Vec<u32>> = Vec::new();
     for (ci, comp) in sccs.iter().enumerate() {
         largest = largest.max(comp.len());
         for &b in comp {
@@ -344,16 +373,22 @@ pub fn cp_scores(input: &CpInput) -> Result<CpResult, CpError> {
                 }
             }
         }
-        let x = Lu::factor(a)
-            .and_then(|lu| lu.solve(&rhs))
-            .map_err(|e| match e {
-                LinalgError::Overflow => CpError::Overflow {
+        let x = match Lu::factor(a.clone()).and_then(|lu| lu.solve(&rhs)) {
+            Ok(x) => x,
+            Err(LinalgError::Overflow) => {
+                return Err(CpError::Overflow {
                     blocks: blocks_u32(),
-                },
-                _ => CpError::Singular {
+                })
+            }
+            // Spec G5: the paper has no answer for a singular loop; take the least-squares
+            // solution of least norm (the pseudo-inverse's), recorded in the diagnostics.
+            Err(_) => {
+                least_squares.push(blocks_u32());
+                min_norm_least_squares(&a, &rhs).ok_or_else(|| CpError::Singular {
                     blocks: blocks_u32(),
-                },
-            })?;
+                })?
+            }
+        };
         for (r, &j) in comp.iter().enumerate() {
             br[j] = x[r];
         }
@@ -375,6 +410,7 @@ pub fn cp_scores(input: &CpInput) -> Result<CpResult, CpError> {
             components: sccs.len(),
             largest_component: largest,
             epsilon_denominators: eps_count,
+            least_squares,
         },
     })
 }
@@ -874,17 +910,34 @@ mod tests {
     }
 
     #[test]
-    fn singular_loop_is_an_error() {
-        // 0 <-> 1 with no exit: M = [[0,1],[1,0]], I - M singular.
+    fn singular_loop_gets_the_least_norm_solution() {
+        // 0 <-> 1 with no exit: M = [[0,1],[1,0]], I - M singular; the homogeneous loop's
+        // least-norm solution is BR = 0 (spec G5), and the diagnostics name the loop.
         let inp = CpInput {
             n_blocks: 2,
             edges: vec![edge(None, 0), edge(Some(0), 1), edge(Some(1), 0)],
             tests: vec![prof(false, &[0, 1, 2]), prof(true, &[0])],
             config: CpConfig::default(),
         };
-        assert_eq!(
-            cp_scores(&inp),
-            Err(CpError::Singular { blocks: vec![0, 1] })
+        let r = cp_scores(&inp).expect("a ranking for a singular loop");
+        assert_eq!(r.diagnostics.least_squares, vec![vec![0, 1]]);
+        for b in &r.blocks {
+            assert_eq!(b.score, Some(0.0));
+        }
+    }
+
+    /// The least-norm solution of a consistent singular system solves it, and has no part in
+    /// the null space: x + y = 2 twice gives x = y = 1 (not, say, 2 and 0).
+    #[test]
+    fn least_norm_solution_of_a_consistent_singular_system() {
+        let mut a = DenseMatrix::<f64>::zeros(2);
+        for (i, j) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            a.set(i, j, 1.0);
+        }
+        let x = min_norm_least_squares(&a, &[2.0, 2.0]).unwrap();
+        assert!(
+            (x[0] - 1.0).abs() < 1e-9 && (x[1] - 1.0).abs() < 1e-9,
+            "{x:?}"
         );
     }
 
@@ -919,7 +972,12 @@ mod tests {
                         if (da - db).abs() <= 1e-12 { prop_assert!((pa - pb).abs() <= 1e-12); }
                     }
                 }
-                prop_assert!(max_residual(&inp, &r) <= 1e-9 * r.blocks.iter().filter_map(|b| b.score).fold(1.0f64, |a, s| a.max(s.abs())));
+                // a singular loop's least-squares solution need not satisfy its equations
+                if r.diagnostics.least_squares.is_empty() {
+                    prop_assert!(max_residual(&inp, &r) <= 1e-9 * r.blocks.iter().filter_map(|b| b.score).fold(1.0f64, |a, s| a.max(s.abs())));
+                } else {
+                    prop_assert!(r.blocks.iter().filter_map(|b| b.score).all(f64::is_finite));
+                }
             }
         }
     }

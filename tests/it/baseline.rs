@@ -231,3 +231,52 @@ fn gzoltar_spectrum_in_gzoltar_ranking_out() {
         "{text}"
     );
 }
+
+/// CP on the two bundled Python fixtures whose loops make `I − M` singular (`find_peaks`,
+/// `tokenizer_generator`): a ranking that holds the fault, not "singular or near-singular CP
+/// system" and no ranking (spec G5: the loop gets the least-squares solution of least norm).
+#[test]
+fn cp_ranks_the_fixtures_with_singular_loops() {
+    crate::eval::require_pytest();
+    for (name, fault) in [
+        ("find_peaks", ("peaks.py", 7)),
+        ("tokenizer_generator", ("calc.py", 16)),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join(name);
+        copy_dir(&root().join("fixtures/python").join(name), &project);
+        let dump = tmp.path().join("dump");
+        let out = localize_python(&project, &dump, &["--no-cfx", "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = run(&[
+            "baseline",
+            dump.to_str().unwrap(),
+            "--technique",
+            "cp",
+            "--format",
+            "json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ranked = r["ranking"].as_array().unwrap();
+        assert!(
+            ranked
+                .iter()
+                .any(|e| e["file"].as_str().unwrap().ends_with(fault.0)
+                    && e["line"].as_u64() == Some(fault.1)),
+            "{name}: CP does not rank {}:{}",
+            fault.0,
+            fault.1
+        );
+    }
+}
