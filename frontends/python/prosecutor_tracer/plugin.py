@@ -132,6 +132,7 @@ class State:
         self.running = None       # node id of the test whose call phase is running
         self.subtest_failure = {} # node id -> the first failing subtest's failure (see _subtest_report)
         self.tmp = None
+        self.spill = None         # _Spill: the tests' traces until the dump is written
         self.error = None
         self.collected = 0
         self.finder = None
@@ -944,13 +945,13 @@ def pytest_runtest_makereport(item, call):
         t["coverage"] = sorted(rec.coverage)
         t["edges"] = sorted(rec.edges)
         if st.mode == "trace" and rec.nsteps:
-            path = os.path.join(st.tmp, f"{len(st.tests)}.pkl")
-            with open(path, "wb") as fh:
-                pickle.dump((rec.steps_node, rec.steps_frame, rec.frames, rec.branch, rec.binds), fh,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-            t["rec"] = path
+            spill = st.spill
+            if spill is None:
+                spill = st.spill = _Spill(os.path.join(st.tmp, "traces.pkl"))
+            t["rec"] = spill.put((rec.steps_node, rec.steps_frame, rec.frames, rec.branch, rec.binds))
             if _heap is not None:
-                t["heap"] = _heap.save(getattr(rec, "heap", None), path + ".heap")
+                rows = getattr(rec, "heap", None)
+                t["heap"] = spill.put(rows) if rows else None
     if item.nodeid in st.by_id:
         return
     st.by_id[item.nodeid] = t
@@ -958,6 +959,36 @@ def pytest_runtest_makereport(item, call):
 
 
 _WITH_EXIT = re.compile(r":exit(#\d+)?$")
+
+
+class _Spill:
+    """The tests' traces and heap rows until the dump is written: pickled one after the other
+    into one scratch file (a file per test cost about 1.5 ms each to create on the loaded test
+    machine, seconds for a suite of a thousand tests); a token (truthy) says where each is."""
+
+    def __init__(self, path):
+        self.path = path
+        self.w = open(path, "wb")
+        self.r = None
+
+    def put(self, obj):
+        off = self.w.tell()
+        pickle.dump(obj, self.w, protocol=pickle.HIGHEST_PROTOCOL)
+        return ("spill", off)
+
+    def get(self, token):
+        if not token:
+            return []
+        if self.r is None:
+            self.w.flush()
+            self.r = open(self.path, "rb")
+        self.r.seek(token[1])
+        return pickle.load(self.r)
+
+    def close(self):
+        for fh in (self.w, self.r):
+            if fh is not None:
+                fh.close()
 
 
 def _with_body_step(st, rec, step):
@@ -1041,6 +1072,8 @@ def pytest_sessionfinish(session, exitstatus):
                         traceback=traceback.format_exc())
         raise
     finally:
+        if st.spill is not None:
+            st.spill.close()
         shutil.rmtree(st.tmp, ignore_errors=True)
 
 
@@ -1651,7 +1684,7 @@ def write_dump(st):
         # (the rows of a test are read only when something uses them: its trace is written,
         # or they decide its setup segments)
         need_rows = heap_on and (setup is not None or (id(t) in selected and t.get("rec")))
-        heap_rows = _heap.load(t.get("heap")) if need_rows else []
+        heap_rows = st.spill.get(t.get("heap")) if need_rows and st.spill is not None else []
         segs = setup.for_test(t, heap_rows) if setup is not None else []
         cov = set(t.get("coverage", ()))
         edges = set(t.get("edges", ()))
@@ -1667,8 +1700,7 @@ def write_dump(st):
                 w["edge_coverage"].row(t["id"], a, b)
         trace_id = None
         if id(t) in selected and t.get("rec"):
-            with open(t["rec"], "rb") as fh:
-                steps_node, steps_frame, frames, branch, binds = pickle.load(fh)
+            steps_node, steps_frame, frames, branch, binds = st.spill.get(t["rec"])
             if segs and 2 + sum(g.s1 - g.s0 for g in segs) + len(steps_node) > st.step_cap:
                 # the step cap bounds the whole trace, and the test's own steps come first: a
                 # trace the prefix would push past the cap (a test the tracer truncated) has none
