@@ -367,9 +367,20 @@ fn base_timeout(dump: &Dump, test: &str) -> Duration {
     Duration::from_millis(base_ms.max(orig.saturating_mul(5)))
 }
 
+/// The time limit of an experiment whose test's control run (the same re-run with nothing
+/// flipped) took `took`: `max(10 s, 3 × took)`. It is measured on the re-run itself, not on
+/// the traced run: a test that tracing slows 250× (QuixBugs `levenshtein`: 1.5 s plain) had
+/// limits of 5 × its traced duration, and each of its 20 experiments ran ~3 minutes.
+fn measured_limit(took: Duration) -> Duration {
+    (took * 3).max(MIN_EXPERIMENT_LIMIT)
+}
+
+/// The least time limit of an experiment after its control run.
+const MIN_EXPERIMENT_LIMIT: Duration = Duration::from_secs(10);
+
 /// Runs every experiment, after one control run per test ([`control_runs`]): experiments of a
 /// test whose control run does not fail are void (with the reason), the others get
-/// `max(base limit, 3 × the control run's wall time)` unless `--cfx-timeout` is given. Runs go
+/// [`measured_limit`] of the control run's wall time unless `--cfx-timeout` is given. Runs go
 /// to the warm runner while it serves ([`Runner`]); a line on stderr (with `o.progress`) says
 /// how they ran.
 pub fn run(
@@ -432,9 +443,7 @@ fn experiment(
             runner: String::new(),
         },
         Control::Fails(took) => {
-            let limit = o
-                .timeout
-                .unwrap_or_else(|| base_timeout(dump, &e.test).max(*took * 3));
+            let limit = o.timeout.unwrap_or_else(|| measured_limit(*took));
             runner.run(e, limit, false, c.cold.as_deref())
         }
     }
@@ -875,6 +884,19 @@ mod tests {
 
     /// Void, timed-out and crashed experiments are counted by outcome and reason (the reason
     /// without its particulars), with an example; passes and failures are information.
+    /// An experiment's limit comes from its control run, whatever the traced run took.
+    #[test]
+    fn experiment_limits_come_from_the_control_run() {
+        assert_eq!(
+            measured_limit(Duration::from_millis(20)),
+            MIN_EXPERIMENT_LIMIT
+        );
+        assert_eq!(
+            measured_limit(Duration::from_secs(5)),
+            Duration::from_secs(15)
+        );
+    }
+
     #[test]
     fn experiments_without_information_are_counted_by_reason() {
         assert_eq!(degraded_summary(&[result(CfxOutcome::Pass, "")]), None);
