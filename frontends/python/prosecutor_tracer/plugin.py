@@ -100,6 +100,7 @@ class State:
         self.plain_stream = os.environ.get("PROSECUTOR_PLAIN_STREAM") or None
         self.plain_stream_pos = 0
         self.plain_pending = bool(self.plain_done)
+        self.parent_pid = os.getppid()   # the driver: if it is gone, no marker will come
         self.plain_wall = None       # its wall time, s (from the marker)
         self.limit_pending = None    # node id of the running test whose limit awaits its plain result
         self.call_t0 = 0.0
@@ -197,7 +198,10 @@ def _plain_done(st):
         with open(st.plain_done, encoding="utf-8") as fh:
             return json.load(fh)
     except (OSError, ValueError):
-        return None
+        pass
+    if os.getppid() != st.parent_pid:
+        return {"ok": False, "error": "the driver that ran it ended before it did"}
+    return None
 
 
 def _plain_wait(st, nodeid):
