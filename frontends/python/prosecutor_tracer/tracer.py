@@ -629,10 +629,6 @@ class Tracer:
             return 2
         return 0
 
-    def _make_local(self, rec):
-        """The local trace function of one activation (`rec`)."""
-        return self._local_maker(rec, self.step_cap)
-
     def _make_local_maker(self):
         """A function making local trace functions.  What every activation shares is bound
         once, here (a closure cell each); only what is the activation's own (its record, its
