@@ -43,14 +43,15 @@ use crate::metrics::{MetricError, Ranking};
 fn min_norm_least_squares(a: &DenseMatrix<f64>, b: &[f64]) -> Option<Vec<f64>> {
     let n = a.n;
     let mut ata = DenseMatrix::<f64>::zeros(n);
-    let mut atb = vec![0f64; n];
     for i in 0..n {
         for j in 0..n {
             let v: f64 = (0..n).map(|r| a.get(r, i) * a.get(r, j)).sum();
             ata.set(i, j, v);
         }
-        atb[i] = (0..n).map(|r| a.get(r, i) * b[r]).sum();
     }
+    let atb: Vec<f64> = (0..n)
+        .map(|i| (0..n).map(|r| a.get(r, i) * b[r]).sum())
+        .collect();
     let scale = ata.data.iter().fold(0f64, |m, v| m.max(v.abs())).max(1.0);
     for i in 0..n {
         ata.add_to(i, i, 1e-12 * scale);
