@@ -9,7 +9,7 @@ use crate::baselines::interop::read_gzoltar;
 use crate::baselines::sbfl::sbfl_scores;
 use crate::error::Error;
 use crate::localize::ranking::{Granularity, Ranked};
-use crate::localize::{ConvergenceReport, Mode, Report, Stats};
+use crate::localize::{Mode, Report, Stats};
 
 use super::Technique;
 
@@ -65,24 +65,18 @@ pub fn report(dir: &Path, t: Technique) -> Result<Report, Error> {
         };
     }
     let failing = g.spectrum.tests.iter().filter(|t| !t.passed).count();
-    Ok(Report {
-        mode: Mode::Both,
-        granularity: Granularity::Line,
-        ranking: entries,
-        convergence: ConvergenceReport {
-            iterations: 0,
-            max_change: 0.0,
-            converged: true,
-            runs: Vec::new(),
-        },
-        experiments: Vec::new(),
-        stats: Stats {
-            failing_traces: failing,
-            passing_traces: g.spectrum.tests.len() - failing,
-            steps: 0,
-            kept_steps: 0,
-            seconds: start.elapsed().as_secs_f64(),
-        },
-        warnings: Vec::new(),
-    })
+    let stats = Stats {
+        failing_traces: failing,
+        passing_traces: g.spectrum.tests.len() - failing,
+        steps: 0,
+        kept_steps: 0,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    Ok(Report::ranking_only(
+        Mode::Both,
+        Granularity::Line,
+        entries,
+        Vec::new(),
+        stats,
+    ))
 }

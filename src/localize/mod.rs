@@ -191,6 +191,25 @@ impl Report {
             .filter(|t| dump.failure_step(t).is_some())
             .count();
         let steps = dump.traces.iter().map(|t| t.steps.len()).sum();
+        let stats = Stats {
+            failing_traces: failing,
+            passing_traces: dump.traces.len() - failing,
+            steps,
+            kept_steps: steps,
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        Report::ranking_only(mode, granularity, ranking, warnings, stats)
+    }
+
+    /// A report of a ranking alone (no inference ran, no experiments): a baseline on a dump or
+    /// on a spectrum another tool collected.
+    pub fn ranking_only(
+        mode: Mode,
+        granularity: Granularity,
+        ranking: Vec<Ranked>,
+        warnings: Vec<String>,
+        stats: Stats,
+    ) -> Report {
         Report {
             mode,
             granularity,
@@ -202,13 +221,7 @@ impl Report {
                 runs: Vec::new(),
             },
             experiments: Vec::new(),
-            stats: Stats {
-                failing_traces: failing,
-                passing_traces: dump.traces.len() - failing,
-                steps,
-                kept_steps: steps,
-                seconds: start.elapsed().as_secs_f64(),
-            },
+            stats,
             warnings,
         }
     }
