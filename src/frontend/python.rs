@@ -76,8 +76,10 @@ pub struct PythonTraceOptions {
     /// Run the plain pre-run alongside the traced run (two processes at once) instead of
     /// before it: the traced run reads each test's plain result as soon as the plain run has
     /// it and waits for it when it matters, so the time limits and the comparison are those
-    /// of a plain run before (docs/frontend-python.md "Plain pre-run"). Default: on when the
-    /// machine has two or more CPUs, unless the environment has `PROSECUTOR_PLAIN_RUN=serial`.
+    /// of a plain run before (docs/frontend-python.md "Plain pre-run"). Opt-in
+    /// (`PROSECUTOR_PLAIN_RUN=alongside`, on two or more CPUs): two copies of a suite at once can
+    /// disturb each other (fixed file names in the cwd, fixed ports), and it pays off only with
+    /// an idle core (docs/performance.md "Tracer cost").
     pub plain_alongside: bool,
     /// Begin each trace with the import-time code of the modules under test (module and class
     /// bodies; docs/frontend-python.md "Import-time code"). Default: off, unless the environment
@@ -101,7 +103,7 @@ impl PythonTraceOptions {
             test_globs: Vec::new(),
             plain_run: std::env::var("PROSECUTOR_PLAIN_RUN").map_or(true, |v| v.trim() != "0"),
             plain_alongside: std::env::var("PROSECUTOR_PLAIN_RUN")
-                .map_or(true, |v| v.trim() != "serial")
+                .is_ok_and(|v| v.trim() == "alongside")
                 && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
             import_time: std::env::var("PROSECUTOR_SETUP").is_ok_and(|v| v.trim() == "1"),
             progress: false,
