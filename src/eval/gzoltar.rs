@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::baselines::interop::read_gzoltar;
 use crate::baselines::sbfl::sbfl_scores;
 use crate::error::Error;
-use crate::localize::ranking::{Granularity, Ranked};
+use crate::localize::ranking::{assign_ranks, round12, Granularity, Ranked};
 use crate::localize::{Mode, Report, Stats};
 
 use super::Technique;
@@ -51,19 +51,14 @@ pub fn report(dir: &Path, t: Technique) -> Result<Report, Error> {
             }
         })
         .collect();
+    // the order and ties of every ranking: scores equal to 12 significant digits share a rank
     entries.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
+        round12(b.score)
+            .total_cmp(&round12(a.score))
             .then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line)))
     });
-    let tie = |x: f64| format!("{x:.11e}");
-    for i in 0..entries.len() {
-        entries[i].rank = if i > 0 && tie(entries[i].score) == tie(entries[i - 1].score) {
-            entries[i - 1].rank
-        } else {
-            i + 1
-        };
-    }
+    let keys: Vec<f64> = entries.iter().map(|e| round12(e.score)).collect();
+    assign_ranks(&mut entries, &keys);
     let failing = g.spectrum.tests.iter().filter(|t| !t.passed).count();
     let stats = Stats {
         failing_traces: failing,

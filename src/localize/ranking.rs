@@ -203,7 +203,7 @@ pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
 
 /// Competition ranks (1, 2, 2, 4) of the entries of `out`, sorted by `keys`: equal keys share
 /// the smallest rank.
-fn assign_ranks<K: PartialEq>(out: &mut [Ranked], keys: &[K]) {
+pub(crate) fn assign_ranks<K: PartialEq>(out: &mut [Ranked], keys: &[K]) {
     for i in 0..out.len() {
         out[i].rank = if i > 0 && keys[i] == keys[i - 1] {
             out[i - 1].rank
