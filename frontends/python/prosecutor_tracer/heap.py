@@ -230,7 +230,7 @@ def _node_candidates(node, a):
             if item.optional_vars is not None:
                 w.target(item.optional_vars, empty)
                 _names(item.optional_vars, rebinds)
-    elif isinstance(a, ast.Match):
+    elif isinstance(a, sf._MATCH):
         w.expr(a.subject, empty)
     elif isinstance(a, ast.ExceptHandler):
         w.expr(a.type, empty)

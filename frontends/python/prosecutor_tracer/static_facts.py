@@ -21,9 +21,49 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dis
 import os
 import re
+import sys
 import types
+
+# Python 3.11+ maps every instruction to a source span (co_positions, co_qualname); on 3.9 and
+# 3.10 an instruction has a line only (docs/frontend-python.md "Supported Pythons").
+HAS_POSITIONS = hasattr(types.CodeType, "co_positions")
+# 3.12 inlines list / set / dict comprehensions into the enclosing code (PEP 709): their loop's
+# backward jumps are line events of the enclosing statement.
+INLINED_COMPREHENSIONS = sys.version_info >= (3, 12)
+# `match` (3.10+): a class no node is an instance of where the AST has no Match
+_MATCH = getattr(ast, "Match", type("_NoMatch", (), {}))
+# Where the positions of a `with` block's __exit__ call are not the `with` statement's span (3.11,
+# 3.12: `Method.exact`), the units of that call are found by their order: the units after the
+# block's body with the `with`'s line (3.10) or a context expression's span (3.13+).
+EXIT_BY_ORDER = not HAS_POSITIONS or sys.version_info >= (3, 13)
+_BACKWARD_JUMPS = frozenset(dis.opmap[n] for n in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+                            if n in dis.opmap)
+
+
+def code_positions(co):
+    """``(line, end line, col, end col)`` of every 2-byte code unit of `co` (``co_positions()``).
+    Before Python 3.11 only the line is known: ``(line, line, None, None)``."""
+    if HAS_POSITIONS:
+        return list(co.co_positions())
+    n = len(co.co_code) // 2
+    out = [(None, None, None, None)] * n
+    if hasattr(co, "co_lines"):         # 3.10
+        for start, end, line in co.co_lines():
+            if line is not None:
+                p = (line, line, None, None)
+                for i in range(start // 2, min(end // 2, n)):
+                    out[i] = p
+    else:                               # 3.9
+        starts = list(dis.findlinestarts(co))
+        for k, (off, line) in enumerate(starts):
+            end = starts[k + 1][0] if k + 1 < len(starts) else 2 * n
+            p = (line, line, None, None)
+            for i in range(off // 2, min(end // 2, n)):
+                out[i] = p
+    return out
 
 # Built-in functions known not to mutate their arguments: names passed to them are not added
 # to DEF (the "reference arguments may be defined" rule of Table 2 is over-approximate enough).
@@ -75,7 +115,7 @@ class Method:
     __slots__ = (
         "id", "role", "qualname", "firstlineno", "nodes", "entry", "formals", "this_formal",
         "regions", "exact", "line_nodes", "multi_lines", "calls", "params", "facts",
-        "_line_index",
+        "_line_index", "with_exits",
     )
 
     def __init__(self, mid, role, qualname, firstlineno, facts):
@@ -89,6 +129,8 @@ class Method:
         self.this_formal = None
         self.regions = []           # (l1, c1, l2, c2, node id)
         self.exact = {}             # exact position span -> node id (with-exit)
+        # (exit node id, `with` line, body start, block end, context expression spans)
+        self.with_exits = []
         self.line_nodes = {}        # line -> first node id starting there (fallback)
         self.multi_lines = set()    # lines where two or more event-driven nodes have code
         self.calls = {}             # node id -> list of call descriptors (for bind.facts)
@@ -109,7 +151,7 @@ class Method:
         """The node a bytecode position belongs to (innermost region), or None."""
         l, el, c, ec = pos if pos is not None else (None, None, None, None)
         if l is None or c is None:
-            return self.line_nodes.get(line)
+            return self.line_nodes.get(line) if HAS_POSITIONS else self.node_at_line(line)
         n = self.exact.get((l, el, c, ec))
         if n is not None:
             return n
@@ -124,6 +166,46 @@ class Method:
                 if bkey is None or key > bkey:
                     best, bkey = nid, key
         return best
+
+
+    def node_at_line(self, line):
+        """Python < 3.11 (an instruction has a line, no column): the node of a line.  Of the
+        regions starting on the line, the leftmost (the statement rather than an operand of it;
+        of two statements on one line, the first); else the innermost region covering the line
+        (a continuation line of a multi-line statement)."""
+        if line is None:
+            return None
+        idx = self._line_index
+        if idx is None:
+            idx = self._build_line_index()
+        best = None
+        bkey = None
+        for (l1, c1, l2, c2, nid) in idx.get(line, ()):
+            key = (1, -c1, l2, c2) if l1 == line else (0, l1, c1, -l2, -c2)
+            if bkey is None or key > bkey:
+                best, bkey = nid, key
+        return best
+
+    def code_nodes(self, co, positions=None):
+        """The node of every code unit of `co` (None: no node), from its positions."""
+        if positions is None:
+            positions = code_positions(co)
+        out = [self.node_at(pos, pos[0]) for pos in positions]
+        if EXIT_BY_ORDER and self.with_exits:
+            for (xid, wline, body, end, items) in self.with_exits:
+                inside = False
+                for i, pos in enumerate(positions):
+                    ln, eln, c, ec = pos
+                    if ln is None:
+                        continue
+                    if not inside:
+                        if c is None:
+                            inside = wline < ln and body[0] <= ln <= end[0]
+                        else:
+                            inside = body <= (ln, c) <= end
+                    elif (ln == wline) if c is None else ((ln, eln, c, ec) in items):
+                        out[i] = xid
+        return out
 
 
 class Label:
@@ -313,6 +395,7 @@ class FileFacts:
         self.methods = []
         self.by_key = {}
         self.by_qualname = {}
+        self.by_name_line = {}      # (name, first line) -> method (Python < 3.11: no co_qualname)
         self.nodes = {}
         self.edges = set()          # (from, to, kind)
         self.loop_heads = set()
@@ -331,7 +414,14 @@ class FileFacts:
     def method_for_code(self, co):
         if co.co_name in OPAQUE_CODE_NAMES:
             return None
-        qual = getattr(co, "co_qualname", co.co_name)
+        qual = getattr(co, "co_qualname", None)
+        if qual is None:
+            # Python < 3.11: no co_qualname; the name and first line (of the first decorator)
+            # tell a method apart as well
+            m = self.by_name_line.get((co.co_name, co.co_firstlineno))
+            if m is not None:
+                return m
+            qual = co.co_name
         m = self.by_key.get((qual, co.co_firstlineno))
         if m is not None:
             return m
@@ -386,7 +476,7 @@ class Analyzer:
             except Exception:
                 seg = ""
         if isinstance(n, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try,
-                          ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
+                          ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, _MATCH,
                           ast.ExceptHandler)) or getattr(ast, "TryStar", None) and isinstance(n, getattr(ast, "TryStar")):
             seg = seg.splitlines()[0] if seg else ""
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -431,6 +521,7 @@ class Analyzer:
         self.f.methods.append(m)
         self.f.by_key[(qualname, firstlineno)] = m
         self.f.by_qualname.setdefault(qualname, []).append(m)
+        self.f.by_name_line.setdefault((qualname.rsplit(".", 1)[-1], firstlineno), m)
         return m
 
     def nested(self, qual_prefix, s, in_class):
@@ -710,6 +801,11 @@ class Analyzer:
             self.region(m, n.id, s.lineno, s.col_offset, s.end_lineno, s.end_col_offset)
             x = self.new_node(m, s, "call", False, suffix="exit", stmt=n.id, text="exit " + self.text(s))
             m.exact[(s.lineno, s.end_lineno, s.col_offset, s.end_col_offset)] = x.id
+            if EXIT_BY_ORDER and s.body:
+                items = {(i.context_expr.lineno, i.context_expr.end_lineno, i.context_expr.col_offset,
+                          i.context_expr.end_col_offset) for i in s.items}
+                m.with_exits.append((x.id, s.lineno, (s.body[0].lineno, s.body[0].col_offset),
+                                     (s.end_lineno, s.end_col_offset), items))
             for item in s.items:
                 ns = expr_names(item.context_expr)
                 n.uses |= ns.uses
@@ -764,7 +860,7 @@ class Analyzer:
             body = self.block(m, s.body, els, bctx)
             self.edge(n.id, body)
             return n.id
-        if isinstance(s, ast.Match):
+        if isinstance(s, _MATCH):
             n = self.new_node(m, s, "nop", True)
             self.region(m, n.id, s.lineno, s.col_offset, s.subject.end_lineno, s.subject.end_col_offset)
             ns = expr_names(s.subject)
@@ -1019,8 +1115,8 @@ def _finish(facts, a, raw_entries, tree):
         if m is None:
             continue
         lines = per_line.setdefault(m.id, {})
-        for pos in co.co_positions():
-            nid = m.node_at(pos, pos[0])
+        positions = code_positions(co)
+        for pos, nid in zip(positions, m.code_nodes(co, positions)):
             if nid is None:
                 continue
             n = facts.nodes[nid]

@@ -61,6 +61,25 @@ def _suspends(frame, rec):
         return False
 
 
+def _drop_comprehension_heads(co, pm, m):
+    """Python 3.12+ inlines a list / set / dict comprehension into the code of its statement
+    (PEP 709), and each of its iterations jumps back, which is a `line` event of the statement:
+    a step per item, where 3.11 ran the comprehension in a code object of its own (opaque, no
+    step).  A backward jump from a node to itself that is no loop head (a `for` / `while` of one
+    line jumps back to its own header: a new step, as before) is such a loop: its target is
+    left out of the position map, so those events begin no step."""
+    heads = m.facts.loop_heads
+    try:
+        for ins in dis.get_instructions(co):
+            if ins.opcode in sf._BACKWARD_JUMPS:
+                src = pm.get(ins.offset)
+                tgt = ins.argval
+                if src is not None and pm.get(tgt) == src and src not in heads:
+                    del pm[tgt]
+    except Exception:
+        pass
+
+
 # Code that only renders the report of a failed assertion: app / test code it calls (directly
 # or through other opaque frames) is not program behaviour and is not traced.  Whole modules
 # (difflib, pprint, reprlib are not among them: app code may use them for real; they are
@@ -485,13 +504,14 @@ class Tracer:
         if pm is None:
             pm = {}
             try:
-                positions = list(co.co_positions())
+                nodes = m.code_nodes(co)
             except Exception:
-                positions = []
-            for i, pos in enumerate(positions):
-                nid = m.node_at(pos, pos[0])
+                nodes = []
+            for i, nid in enumerate(nodes):
                 if nid is not None:
                     pm[2 * i] = nid
+            if sf.INLINED_COMPREHENSIONS:
+                _drop_comprehension_heads(co, pm, m)
             self.posmaps[co] = pm
         return pm
 
