@@ -41,6 +41,23 @@ _MISSING = object()
 # code flags of generators, coroutines and async generators (inspect.CO_*)
 _GEN_FLAGS = 0x20 | 0x80 | 0x200
 _YIELD_VALUE = dis.opmap["YIELD_VALUE"]
+# Where f_lasti is when a frame suspends: at the YIELD_VALUE (3.11, 3.12); at the RESUME after
+# it (3.13+); on 3.9 / 3.10 at the YIELD_VALUE of a `yield`, or one unit before the YIELD_FROM
+# of an `await` / `yield from` (which re-runs when the frame resumes).
+_YIELD_FROM = dis.opmap.get("YIELD_FROM")
+_RESUME = dis.opmap.get("RESUME")
+_AFTER_YIELD = sys.version_info >= (3, 13)
+
+
+def _at_yield(code, i):
+    """Is the instruction at `f_lasti` = `i` a suspension point (see above)?"""
+    if not 0 <= i < len(code):
+        return False
+    if _AFTER_YIELD:
+        return code[i] == _RESUME and i >= 2 and code[i - 2] == _YIELD_VALUE
+    if code[i] == _YIELD_VALUE:
+        return True
+    return _YIELD_FROM is not None and i + 2 < len(code) and code[i + 2] == _YIELD_FROM
 
 
 def _suspends(frame, rec):
@@ -56,7 +73,7 @@ def _suspends(frame, rec):
     try:
         code = co.co_code
         i = frame.f_lasti
-        return 0 <= i < len(code) and code[i] == _YIELD_VALUE and i != rec.exc
+        return _at_yield(code, i) and i != rec.exc
     except Exception:
         return False
 
@@ -66,8 +83,9 @@ def _drop_comprehension_heads(co, pm, m):
     (PEP 709), and each of its iterations jumps back, which is a `line` event of the statement:
     a step per item, where 3.11 ran the comprehension in a code object of its own (opaque, no
     step).  A backward jump from a node to itself that is no loop head (a `for` / `while` of one
-    line jumps back to its own header: a new step, as before) is such a loop: its target is
-    left out of the position map, so those events begin no step."""
+    line jumps back to its own header: a new step, as before) is such a loop: its target and
+    the jump itself (3.13 reports the event at the jump) are left out of the position map, so
+    those events begin no step."""
     heads = m.facts.loop_heads
     try:
         for ins in dis.get_instructions(co):
@@ -76,6 +94,7 @@ def _drop_comprehension_heads(co, pm, m):
                 tgt = ins.argval
                 if src is not None and pm.get(tgt) == src and src not in heads:
                     del pm[tgt]
+                    pm.pop(ins.offset, None)
     except Exception:
         pass
 
