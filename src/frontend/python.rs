@@ -179,6 +179,50 @@ pub enum FrontendError {
     CommandFailed { status: String, detail: String },
     #[error("the Python tracer failed: {0}")]
     Tracer(String),
+    /// The test command's Python is older than the tracer supports (3.9 to 3.13).
+    #[error("{0}")]
+    UnsupportedPython(String),
+}
+
+/// The Pythons the tracer supports (docs/frontend-python.md "Supported Pythons").
+pub const SUPPORTED_PYTHONS: &str = "3.9 to 3.13";
+
+/// When the test command starts with a Python interpreter (`python3 -m pytest`,
+/// `/usr/bin/python2.7 -m pytest`), its version, `(major, minor, patch)`; `None` for any other
+/// command (`pytest`: the tracer package itself refuses an old Python, see
+/// `prosecutor_tracer/__init__.py`) or when the interpreter cannot say.
+pub fn interpreter_version(command: &[String]) -> Option<(u32, u32, u32)> {
+    let prog = command.first()?;
+    let name = Path::new(prog).file_name()?.to_str()?;
+    if !name.starts_with("python") {
+        return None;
+    }
+    // (parses on Python 2 too)
+    let o = Command::new(prog)
+        .args([
+            "-c",
+            "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut it = text.trim().split('.').map(|x| x.parse::<u32>().ok());
+    Some((it.next()??, it.next()??, it.next()??))
+}
+
+/// The error for a test command whose Python is older than 3.9.
+fn check_interpreter(command: &[String]) -> Result<(), FrontendError> {
+    match interpreter_version(command) {
+        Some((a, b, c)) if (a, b) < (3, 9) => Err(FrontendError::UnsupportedPython(format!(
+            "Python {a}.{b}.{c} (`{}`) is not supported by the prosecutor tracer: it needs \
+             Python {SUPPORTED_PYTHONS}; run the test command with a supported interpreter \
+             (e.g. `python3.11 -m pytest ...`)",
+            command[0]
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Runs the test command under the tracer and writes the dump to `opts.out`.
@@ -186,6 +230,7 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     if opts.command.is_empty() {
         return Err(FrontendError::NoCommand);
     }
+    check_interpreter(&opts.command)?;
     let cwd = absolute(&opts.cwd);
     if !cwd.is_dir() {
         return Err(FrontendError::CwdNotDir(opts.cwd.clone()));
@@ -362,6 +407,8 @@ fn finish(
         let msg = v["error"].as_str().unwrap_or("unknown error").to_owned();
         return Err(if v["kind"].as_str() == Some("syntax") {
             FrontendError::Syntax(msg)
+        } else if v["kind"].as_str() == Some("python_version") {
+            FrontendError::UnsupportedPython(msg)
         } else {
             FrontendError::Tracer(msg)
         });

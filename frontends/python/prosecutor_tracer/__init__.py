@@ -4,6 +4,42 @@ It turns a pytest run into a prosecutor trace dump (see docs/trace-format.md and
 docs/frontend-python.md): static facts from the AST of the traced files, run-time traces
 recorded with ``sys.settrace``, and a re-runner that flips one branch instance
 (``python3 -m prosecutor_tracer.flip``).  Only the standard library is used.
+
+Supported: CPython 3.9 to 3.13 (docs/frontend-python.md "Supported Pythons").  This file is
+imported first by the plugin and by ``-m prosecutor_tracer.flip``, so it is written to parse on
+any Python (2.7 too) and refuses an older one with a message naming it, before the other
+modules (which an older Python cannot even compile) are loaded.
 """
 
+import sys
+
 VERSION = "0.1.0"
+SUPPORTED = "3.9 to 3.13"
+MIN_PYTHON = (3, 9)
+
+
+def _unsupported():
+    import os
+    v = sys.version_info
+    msg = ("Python %d.%d.%d (%s) is not supported by the prosecutor tracer: it needs Python %s; "
+           "run the test command with a supported interpreter (e.g. `python3.11 -m pytest ...`)"
+           % (v[0], v[1], v[2], sys.executable or "python", SUPPORTED))
+    mode = os.environ.get("PROSECUTOR_MODE")
+    if mode in ("trace", "plain"):
+        path = os.environ.get("PROSECUTOR_STATUS")
+        if not path and os.environ.get("PROSECUTOR_OUT"):
+            path = os.path.join(os.environ["PROSECUTOR_OUT"], ".prosecutor-status.json")
+        if path:
+            try:
+                import json
+                with open(path, "w") as fh:
+                    fh.write(json.dumps({"ok": False, "kind": "python_version", "error": msg,
+                                         "warnings": []}))
+            except Exception:
+                pass
+    sys.stderr.write("prosecutor: " + msg + "\n")
+    return msg
+
+
+if sys.version_info[:2] < MIN_PYTHON:
+    raise ImportError(_unsupported())
