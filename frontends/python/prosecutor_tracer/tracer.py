@@ -47,6 +47,10 @@ _YIELD_VALUE = dis.opmap["YIELD_VALUE"]
 _YIELD_FROM = dis.opmap.get("YIELD_FROM")
 _RESUME = dis.opmap.get("RESUME")
 _AFTER_YIELD = sys.version_info >= (3, 13)
+# Opcode events (two statements on one line) under the `sys.monitoring` based settrace of 3.12+:
+# see Tracer.start and Tracer._call.
+_OPCODE_EVENTS_AT_SETTRACE = sys.version_info[:2] == (3, 12)
+_OPCODES_NEED_F_TRACE = sys.version_info >= (3, 13)
 
 
 def _at_yield(code, i):
@@ -480,6 +484,13 @@ class Tracer:
         if self._local_maker is None:
             self._local_maker = self._make_local_maker()
         self._previous = sys.gettrace()
+        if _OPCODE_EVENTS_AT_SETTRACE:
+            # 3.12: `sys.settrace` turns on opcode events only once some frame has had
+            # f_trace_opcodes set (an interpreter-wide flag): set it, so that the first
+            # test gets the opcode events of its two-statement lines as later ones do
+            f = sys._getframe()
+            f.f_trace_opcodes = True
+            f.f_trace_opcodes = False
         sys.settrace(self._global)
 
     def stop(self):
@@ -623,6 +634,10 @@ class Tracer:
             # (the maker is called here directly: the trace functions run at the recursion
             # limit too, and a call more or less there changes what is recorded)
             tr = self._local_maker(rec, self.step_cap)
+            if _OPCODES_NEED_F_TRACE and m.multi_lines:
+                # 3.13: f_trace_opcodes takes effect in a call event only with f_trace set
+                frame.f_trace = tr
+                frame.f_trace_opcodes = True
             return tr
         except Exception as e:
             self.errors.append(f"tracer: {type(e).__name__}: {e}")

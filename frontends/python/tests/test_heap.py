@@ -14,7 +14,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, PKG_PARENT)
 
 import dumpcheck  # noqa: E402
-from prosecutor_tracer import static_facts as sf  # noqa: E402
+from prosecutor_tracer import heap, static_facts as sf  # noqa: E402
 
 CONFTEST = "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n"
 
@@ -529,8 +529,17 @@ def test_finalizer_run_while_a_wrapper_records_a_step(tmp_path):
     # the finalizer's step (LOG.append) comes right after the `if` step and has its own rows
     steps = h.steps[tr]
     i = next(k for k, s in enumerate(steps) if h.stmts[s][5].startswith("if (tmp := None)"))
+    late = heap._SNAPSHOT and sf.HAS_POSITIONS
+    if not late:
+        # Python 3.13+: no locals snapshot (PEP 667); the finalizer runs when the walrus drops
+        # the last reference, as in a plain run: right after the operand's step, before the
+        # `if`'s.  On 3.9 / 3.10 (a line event has no column: it begins the operand's step,
+        # the `if`'s begins at its wrapper) the snapshot is refreshed there too.
+        i = next(k for k, s in enumerate(steps) if h.stmts[s][5] == "(tmp := None) is None")
+        assert h.stmts[steps[i + 2]][5].startswith("if (tmp := None)")
     assert h.stmts[steps[i + 1]][5] == "LOG.append(self.name)"
-    assert any(j == i for (j, v, o, m) in h.rows[tr]) and any(j == i + 1 for (j, v, o, m) in h.rows[tr])
+    assert any(j == i + 1 for (j, v, o, m) in h.rows[tr])
+    assert any(j == i for (j, v, o, m) in h.rows[tr]) or not late
 
 
 def test_snapshot_does_not_keep_a_deleted_exception_alive(tmp_path):

@@ -156,11 +156,17 @@ def test_while_true_has_no_exit_edge():
         return n
     """)
     wh, test, brk, inc, ret = (node_at(f, i) for i in range(3, 8))
+    if sys.version_info < (3, 10):
+        # Python 3.9 compiles `while True:` to no instruction (no line event, no step): the
+        # header is spliced out and the loop goes back to the `if`
+        assert not wh.code and edges(f, inc, test) and edges(f, brk, ret)
+        return
     assert {y for (x, y, k) in f.edges if x == wh.id} == {test.id}
     assert edges(f, brk, ret) and edges(f, inc, wh)
     assert wh.id in f.loop_heads
 
 
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="`match` is Python 3.10+ syntax")
 def test_cfg_try_with_match_assert():
     f = facts("""
     def f(v):
@@ -241,7 +247,8 @@ def test_no_code_statements_are_spliced():
 def test_multi_statement_lines_are_marked():
     f = facts("def f(a):\n    if a: return 1\n    x = 1; y = 2\n    return x + y\n")
     m = [m for m in f.methods if m.qualname == "f"][0]
-    assert m.multi_lines == {2, 3}
+    # (before 3.11 an instruction has no column: a line is one node, none is marked)
+    assert m.multi_lines == ({2, 3} if sf.HAS_POSITIONS else set())
 
 
 def test_syntax_error_names_file_and_line():
