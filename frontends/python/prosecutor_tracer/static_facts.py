@@ -983,6 +983,12 @@ class Analyzer:
                 n.defs.add(a.asname or a.name.split(".")[0])
         elif isinstance(s, (ast.Global, ast.Nonlocal, ast.Pass)):
             n = self.simple_node(m, s, "nop")
+        elif type(s).__name__ == "TypeAlias":
+            # `type X[T] = ...` (3.12+, PEP 695): binds X; the value is evaluated lazily, when
+            # X.__value__ is first read, so the statement reads nothing
+            n = self.simple_node(m, s, "assign")
+            if isinstance(s.name, ast.Name):
+                n.defs.add(s.name.id)
         else:
             n = self.simple_node(m, s, "nop")
             self.f.warnings.append(f"{self.f.rel}:{s.lineno}: statement {type(s).__name__} modelled as nop")

@@ -279,3 +279,20 @@ def test_copies_hand_over_one_variable_unchanged():
     # `y = x`, `yield x` and `return y` only copy a value; the others compute one
     # (`w = yield x` defines w from the value the consumer sends)
     assert copies == {3, 6, 10}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 695 syntax is Python 3.12+")
+def test_type_parameters_and_type_aliases():
+    src = ("type Pair[T] = tuple[T, T]\n\n"
+           "def first[T](xs: list[T]) -> T:\n    if not xs: return None\n    return xs[0]\n\n"
+           "class Box[T]:\n    def get(self) -> T:\n        return self.v\n")
+    f = facts(src)
+    alias = node_at(f, 1)
+    assert alias.kind == "assign" and alias.defs == {"Pair"} and alias.code
+    assert not f.warnings, f.warnings
+    ns = {}
+    exec(compile(src, "m.py", "exec"), ns)
+    for fn, mid in ((ns["first"], "m.py::first"), (ns["Box"].get, "m.py::Box.get")):
+        m = f.method_for_code(fn.__code__)
+        assert m is not None and m.id == mid
+        assert any(m.code_nodes(fn.__code__))
