@@ -227,6 +227,7 @@ impl ModelArgs {
             other_cause: self.other_cause,
             heap: !self.no_heap,
             passing_selection: self.passing_selection,
+            paths: 0,
         };
         if !(self.spectrum_weight.is_finite() && self.spectrum_weight >= 0.0) {
             return Err(Error::Other(format!(
@@ -364,6 +365,10 @@ pub struct LocalizeArgs {
     pub top: Option<usize>,
     #[arg(long, value_enum, default_value = "table", help_heading = "Output")]
     pub format: ReportFormat,
+    /// Also write a self-contained HTML report to FILE (ranking, highlighted sources, the
+    /// propagation path of each top line, tests, experiments, convergence; docs/formats.md).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
     /// Rank lines, statements or methods (a method's score is its most suspicious statement's).
     #[arg(long, value_enum, default_value = "line", help_heading = "Output")]
     pub granularity: Granularity,
@@ -514,6 +519,9 @@ pub fn try_main() -> Result<i32, Error> {
             };
             let (rules, mut o) = a.model.options()?;
             o.granularity = a.granularity;
+            if a.html.is_some() {
+                o.paths = crate::html::PATHS;
+            }
             let variant_cfx = match &a.model.variant {
                 Some(id) => crate::variants::Variant::by_id(id)?.cfx(),
                 None => true,
@@ -537,6 +545,9 @@ pub fn try_main() -> Result<i32, Error> {
             let report = crate::localize::localize(&dump, &rules, &o)?;
             for warning in &report.warnings {
                 eprintln!("prosecutor: warning: {warning}");
+            }
+            if let Some(file) = &a.html {
+                crate::html::write(file, &crate::html::localize_page(&dump, &report))?;
             }
             crate::report::write(&mut out, &report, a.format, a.top).map_err(Error::Output)?;
         }

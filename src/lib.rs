@@ -13,6 +13,7 @@ pub mod error;
 pub mod eval;
 pub mod forward;
 pub mod frontend;
+pub mod html;
 pub mod infer;
 pub mod intern;
 pub mod jobs;

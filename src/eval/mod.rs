@@ -186,7 +186,9 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
     };
     write("summary.md", output::summary_md(&name, &results))?;
     write("cases.csv", output::cases_csv(&results))?;
-    write("topk.svg", output::topk_svg(&results))?;
+    let topk = output::topk_svg(&results);
+    write("index.html", crate::html::eval_page(&name, &results, &topk))?;
+    write("topk.svg", topk)?;
     let all: Vec<_> = results
         .iter()
         .flat_map(|c| c.experiments.iter().cloned())
@@ -211,7 +213,7 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
     }
     writeln!(
         out,
-        "wrote {}/summary.md, cases.csv, topk.svg",
+        "wrote {}/summary.md, cases.csv, topk.svg, index.html",
         a.out.display()
     )
     .map_err(Error::Output)?;

@@ -8,6 +8,7 @@
 
 pub mod cfx;
 pub mod evidence;
+pub mod paths;
 pub mod ranking;
 pub mod spectrum;
 pub mod traces;
@@ -100,6 +101,9 @@ pub struct Options {
     pub heap: bool,
     /// How F∪P chooses its passing traces.
     pub passing_selection: PassingSelection,
+    /// For the HTML report: the propagation paths of this many top entries and each model's
+    /// scores go into [`Report::details`] (0: none, nothing computed).
+    pub paths: usize,
 }
 
 /// Default of [`Options::spectrum_weight`].
@@ -126,6 +130,7 @@ impl Default for Options {
             other_cause: spectrum::OTHER_CAUSE,
             heap: true,
             passing_selection: PassingSelection::Coverage,
+            paths: 0,
         }
     }
 }
@@ -172,6 +177,10 @@ pub struct Report {
     /// Everything that degraded this result (inference that did not converge, experiments that
     /// gave no information, ...): printed on stderr and in every output format.
     pub warnings: Vec<String>,
+    /// With [`Options::paths`] > 0: what the HTML report shows beyond the ranking (not in the
+    /// other formats).
+    #[serde(skip)]
+    pub details: Option<paths::Details>,
 }
 
 impl Report {
@@ -223,6 +232,7 @@ impl Report {
             experiments: Vec::new(),
             stats,
             warnings,
+            details: None,
         }
     }
 }
@@ -779,6 +789,7 @@ fn localize_excluding(
         })
         .collect();
     let mut scores: Vec<StmtScores> = Vec::new();
+    let mut beliefs: Vec<Vec<f64>> = Vec::new();
     for ((i, m), again) in models.iter().enumerate().zip(with_cfx) {
         let marg = match again {
             None => first[i].clone(),
@@ -791,6 +802,9 @@ fn localize_excluding(
         final_runs.push(marg.convergence);
         let spec = likelihoods.as_ref().map(|ll| (ll, o.spectrum_weight));
         scores.push(m.stmt_scores(&marg, spec));
+        if o.paths > 0 && i == 0 {
+            beliefs.push(marg.p_incorrect);
+        }
     }
     let ranking = match o.mode {
         Mode::Both => {
@@ -813,6 +827,14 @@ fn localize_excluding(
         converged: runs.iter().all(|r| r.converged),
         runs,
     };
+    let details = beliefs.first().map(|b| paths::Details {
+        paths: paths::paths(dump, &models[0], b, &ranking, o.paths),
+        model_scores: models
+            .iter()
+            .zip(&scores)
+            .map(|(m, s)| (m.name, paths::by_id(dump, s)))
+            .collect(),
+    });
     let steps = fp_traces.iter().map(|&t| dump.traces[t].steps.len()).sum();
     let mut warnings = fit.warnings;
     warnings.extend(report_warnings(&convergence, &experiments));
@@ -830,6 +852,7 @@ fn localize_excluding(
             seconds: start.elapsed().as_secs_f64(),
         },
         warnings,
+        details,
     })
 }
 

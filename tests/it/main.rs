@@ -8,6 +8,7 @@ mod differential;
 mod docs_commands;
 mod epg_fixtures;
 mod eval;
+mod html;
 mod localize;
 mod python_defects;
 mod python_frontend;
