@@ -39,8 +39,48 @@ _MATCH = getattr(ast, "Match", type("_NoMatch", (), {}))
 # 3.12: `Method.exact`), the units of that call are found by their order: the units after the
 # block's body with the `with`'s line (3.10) or a context expression's span (3.13+).
 EXIT_BY_ORDER = not HAS_POSITIONS or sys.version_info >= (3, 13)
+# Python 3.9 compiles the __exit__ call of a `with` with the body's last line (no line event): its
+# units are found in the bytecode (_with_exit_units) and their line gets opcode events.
+EXIT_BY_BYTECODE = sys.version_info < (3, 10)
 _BACKWARD_JUMPS = frozenset(dis.opmap[n] for n in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
                             if n in dis.opmap)
+
+
+def _with_exit_units(co):
+    """Python 3.9: {line of a SETUP_WITH: offsets of its __exit__ call's units}: the exceptional
+    exit (from the handler SETUP_WITH names to the next line start) and the normal one (the
+    `POP_BLOCK; LOAD_CONST None; DUP_TOP; DUP_TOP; CALL_FUNCTION 3; POP_TOP; JUMP_FORWARD` just
+    before the handler)."""
+    out = {}
+    try:
+        ins = list(dis.get_instructions(co))
+        starts = {off for off, _ in dis.findlinestarts(co)}
+    except Exception:
+        return out
+    at = {i.offset: k for k, i in enumerate(ins)}
+    line = None
+    for k, i in enumerate(ins):
+        if i.starts_line is not None:
+            line = i.starts_line
+        if i.opname != "SETUP_WITH" or line in out:
+            continue
+        j = at.get(i.argval)
+        if j is None:
+            continue
+        units = set()
+        while j < len(ins) and (j == at[i.argval] or ins[j].offset not in starts):
+            units.add(ins[j].offset)
+            j += 1
+        j = at[i.argval] - 1
+        back = []
+        while j > k and ins[j].opname in ("LOAD_CONST", "DUP_TOP", "CALL_FUNCTION", "POP_TOP", "JUMP_FORWARD"):
+            back.append(ins[j].offset)
+            j -= 1
+        if j > k and ins[j].opname == "POP_BLOCK" and len(back) >= 4:
+            units.update(back)
+            units.add(ins[j].offset)
+        out[line] = units
+    return out
 
 
 def code_positions(co):
@@ -205,6 +245,12 @@ class Method:
                             inside = body <= (ln, c) <= end
                     elif (ln == wline) if c is None else ((ln, eln, c, ec) in items):
                         out[i] = xid
+            if EXIT_BY_BYTECODE:
+                units = _with_exit_units(co)
+                for (xid, wline, body, end, items) in self.with_exits:
+                    for off in units.get(wline, ()):
+                        if off // 2 < len(out):
+                            out[off // 2] = xid
         return out
 
 
@@ -1127,7 +1173,7 @@ def _finish(facts, a, raw_entries, tree):
                 continue
             n = facts.nodes[nid]
             n.code = True
-            if n.real or nid.endswith(":case"):
+            if n.real or nid.endswith(":case") or (EXIT_BY_BYTECODE and nid.endswith(":exit")):
                 lines.setdefault(pos[0], set()).add(nid)
     for m in facts.methods:
         for line, ns in per_line.get(m.id, {}).items():

@@ -296,3 +296,23 @@ def test_type_parameters_and_type_aliases():
         m = f.method_for_code(fn.__code__)
         assert m is not None and m.id == mid
         assert any(m.code_nodes(fn.__code__))
+
+
+def test_with_exit_has_code_on_every_version():
+    """The `__exit__` call ending a `with` block is the `:exit` node on every supported Python:
+    by its span (3.11, 3.12), by its order after the body (3.10: the `with`'s line; 3.13: a
+    context expression's span), by the bytecode (3.9: the body's last line, opcode events)."""
+    src = ("import contextlib\n\ndef f(a):\n    with contextlib.suppress(ValueError):\n"
+           "        y = a + 1\n        raise ValueError\n    return 0\n")
+    f = facts(src)
+    x = [n for n in f.nodes.values() if n.id.endswith(":exit")][0]
+    assert x.code
+    ns = {}
+    exec(compile(src, "/x/m.py", "exec"), ns)
+    co = ns["f"].__code__
+    m = f.method_for_code(co)
+    nodes = m.code_nodes(co)
+    assert x.id in nodes
+    assert max(i for i, n in enumerate(nodes) if n == x.id) > nodes.index(node_at(f, 5).id)
+    if sys.version_info < (3, 10):
+        assert 6 in m.multi_lines      # the exit's units have the body's last line
