@@ -74,6 +74,8 @@ pub struct Settings<'a> {
     pub reuse_cfx: bool,
     /// Default per-test time limit when tracing.
     pub test_timeout: Duration,
+    /// `--test-timeout` was given: the plain pre-run's limit is `test_timeout`, not twice it.
+    pub test_timeout_given: bool,
     /// Step limit of every PROSECUTOR model (see `localize::Options::max_steps`).
     pub max_steps: Option<usize>,
     /// Tracing: skip the plain pre-run; begin traces with the import-time code.
@@ -152,7 +154,7 @@ fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
                 src_dir,
                 test,
                 &out,
-                timeout.map_or(s.test_timeout, Duration::from_secs_f64),
+                timeout.map(Duration::from_secs_f64),
                 s,
             )?;
             let secs = start.elapsed().as_secs_f64();
@@ -170,12 +172,13 @@ fn trace_python(
     src: &Path,
     test: &[String],
     out: &Path,
-    timeout: Duration,
+    timeout: Option<Duration>,
     s: &Settings,
 ) -> Result<(), String> {
     let mut o = crate::frontend::python::PythonTraceOptions::new(src, out, test.to_vec());
     o.cwd = dir.to_owned();
-    o.test_timeout = timeout;
+    o.test_timeout = timeout.unwrap_or(s.test_timeout);
+    o.test_timeout_given = timeout.is_some() || s.test_timeout_given;
     o.plain_run &= !s.no_plain_run;
     o.import_time |= s.import_time;
     crate::frontend::python::trace(&o)

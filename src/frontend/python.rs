@@ -62,6 +62,9 @@ pub struct PythonTraceOptions {
     pub cwd: PathBuf,
     /// Per-test time limit; a test running longer fails with `failure_kind = "timeout"`.
     pub test_timeout: Duration,
+    /// The user gave `test_timeout` (rather than the default): it is the plain pre-run's limit
+    /// too ([`plain_timeout`]).
+    pub test_timeout_given: bool,
     /// How many passing tests get a full trace (those sharing most functions with the failing ones).
     pub max_passing: usize,
     /// Maximum number of recorded steps per test (coverage stays complete beyond it).
@@ -98,6 +101,7 @@ impl PythonTraceOptions {
             command,
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             test_timeout: Duration::from_secs(10),
+            test_timeout_given: false,
             max_passing: 20,
             step_cap: 2_000_000,
             test_globs: Vec::new(),
@@ -120,12 +124,17 @@ pub struct PlainRun {
     pub seconds: f64,
 }
 
-/// The plain pre-run's time limit per test: twice the tracer's flat limit, so that a test the
-/// tracer's limit would cut in a plain run (issue 20 §7: 16.7 s against the default 10 s) is
-/// still measured, while a test that never ends costs `2 ×` the limit before tracing instead of
-/// `6 ×` (QuixBugs `bitcount`: 9 such tests) (0 = none, as for the tracer).
-fn plain_timeout(test_timeout: Duration) -> Duration {
-    test_timeout * 2
+/// The plain pre-run's time limit per test. A limit the user gave is theirs: a test that runs
+/// longer plainly hangs (it fails as a timeout), and each such test costs that limit here
+/// (QuixBugs `bitcount`: 9 of them). The default limit is a guess: twice it, so that a slow
+/// test the default would cut (issue 20 §7: 16.7 s against the default 10 s) is still
+/// measured (0 = none, as for the tracer).
+fn plain_timeout(o: &PythonTraceOptions) -> Duration {
+    if o.test_timeout_given {
+        o.test_timeout
+    } else {
+        o.test_timeout * 2
+    }
 }
 
 /// What a tracing run produced.
@@ -464,7 +473,7 @@ fn run_plain_with(
         ("PROSECUTOR_PLAIN_OUT", plain_path.as_os_str().to_owned()),
         (
             "PROSECUTOR_PLAIN_TIMEOUT",
-            format!("{}", plain_timeout(opts.test_timeout).as_secs_f64()).into(),
+            format!("{}", plain_timeout(opts).as_secs_f64()).into(),
         ),
     ];
     env.extend(extra.iter().cloned());
@@ -1115,15 +1124,14 @@ def test_negative():
 
     #[test]
     fn plain_run_time_limit() {
-        assert_eq!(plain_timeout(Duration::ZERO), Duration::ZERO);
-        assert_eq!(
-            plain_timeout(Duration::from_secs(2)),
-            Duration::from_secs(4)
-        );
-        assert_eq!(
-            plain_timeout(Duration::from_secs(10)),
-            Duration::from_secs(20)
-        );
+        let mut o = PythonTraceOptions::new("src", "out", vec!["pytest".to_owned()]);
+        for (t, default, given) in [(0, 0, 0), (2, 4, 2), (10, 20, 10)] {
+            o.test_timeout = Duration::from_secs(t);
+            o.test_timeout_given = false;
+            assert_eq!(plain_timeout(&o), Duration::from_secs(default));
+            o.test_timeout_given = true;
+            assert_eq!(plain_timeout(&o), Duration::from_secs(given));
+        }
     }
 
     #[test]

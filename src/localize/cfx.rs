@@ -368,15 +368,21 @@ fn base_timeout(dump: &Dump, test: &str) -> Duration {
 }
 
 /// The time limit of an experiment whose test's control run (the same re-run with nothing
-/// flipped) took `took`: `max(10 s, 3 × took)`. It is measured on the re-run itself, not on
+/// flipped) took `took`: `max(2 s, 3 × took)`. It is measured on the re-run itself, not on
 /// the traced run: a test that tracing slows 250× (QuixBugs `levenshtein`: 1.5 s plain) had
-/// limits of 5 × its traced duration, and each of its 20 experiments ran ~3 minutes.
+/// limits of 5 × its traced duration, and each of its 20 experiments ran ~3 minutes. A cold
+/// run (a new process) gets at least [`MIN_COLD_LIMIT`] ([`Runner::run`]).
 fn measured_limit(took: Duration) -> Duration {
     (took * 3).max(MIN_EXPERIMENT_LIMIT)
 }
 
-/// The least time limit of an experiment after its control run.
-const MIN_EXPERIMENT_LIMIT: Duration = Duration::from_secs(10);
+/// The least time limit of an experiment after its control run, in the warm runner: a forked
+/// child starts in milliseconds, so a flip that makes a 50 ms test loop costs 2 s, not 10.
+const MIN_EXPERIMENT_LIMIT: Duration = Duration::from_secs(2);
+
+/// The least time limit of a cold run (unless `--cfx-timeout` sets the limit): a new
+/// interpreter imports pytest and the project first, and that start-up varies with the load.
+const MIN_COLD_LIMIT: Duration = Duration::from_secs(10);
 
 /// Runs every experiment, after one control run per test ([`control_runs`]): experiments of a
 /// test whose control run does not fail are void (with the reason), the others get
@@ -466,6 +472,8 @@ struct Runner<'a> {
     warm_runs: AtomicUsize,
     cold_runs: AtomicUsize,
     cold_reasons: Mutex<std::collections::BTreeSet<String>>,
+    /// `--cfx-timeout` sets every limit: cold runs get no [`MIN_COLD_LIMIT`].
+    explicit_limit: bool,
 }
 
 /// A mutex's guard; a panic of another holder does not poison the counts and reasons kept here.
@@ -496,6 +504,7 @@ impl<'a> Runner<'a> {
             warm_runs: AtomicUsize::new(0),
             cold_runs: AtomicUsize::new(0),
             cold_reasons: Mutex::default(),
+            explicit_limit: o.timeout.is_some(),
         };
         r.connect(choice, dump, o)?;
         Ok(r)
@@ -577,6 +586,11 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        let limit = if self.explicit_limit {
+            limit
+        } else {
+            limit.max(MIN_COLD_LIMIT)
+        };
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let out = self.tmp.path().join(format!("run{n}.json"));
         let mut r = run_one(

@@ -43,6 +43,13 @@ _state = None
 # a plain run (measured on the fixtures and QuixBugs, docs/frontend-python.md "Plain pre-run"),
 # and a test cut by the tracer fails somewhere else than it does.
 PLAIN_FACTOR = 150.0
+# The least tracer limit of a test that hangs in the plain pre-run (see State.hang_limit), and
+# the steps it is traced for (State.step_limit_for), checked every STEP_POLL_S.
+HANG_FLOOR_S = 1.0
+HANG_STEPS = 100_000
+STEP_POLL_S = 0.02
+# How soon a time limit that struck inside the harness or the tracer strikes again (_alarm).
+HARNESS_RETRY_S = 0.005
 
 _T_IMPORT = time.monotonic()   # the plugin is imported by `-p`, before conftests and collection
 
@@ -112,6 +119,8 @@ class State:
             self.plain_error = os.environ.get("PROSECUTOR_PLAIN_ERROR") or None
         self.plain_factor = _env_float("PROSECUTOR_PLAIN_FACTOR", PLAIN_FACTOR)
         self.cur_timeout = self.timeout
+        self.flip_steps = 0          # flip mode: rerun.json tests[ID].steps of a test that hangs
+        self.stop_steps = 0          # the running test stops past this many steps (0 = no limit)
         self.first_test_at = None    # time.monotonic() when the first test's call phase began
         if mode == "flip":
             try:
@@ -119,6 +128,8 @@ class State:
                 # the test's own tracer limit in the traced run (raised from its plain duration)
                 if isinstance(fp, dict) and self.timeout > 0 and float(fp.get("timeout") or 0) > self.timeout:
                     self.timeout = float(fp["timeout"])
+                # a test that hangs: the steps its trace reached (see step_limit_for)
+                self.flip_steps = int(fp.get("steps") or 0) if isinstance(fp, dict) else 0
             except (ValueError, TypeError):
                 pass
         self.setup = None            # the setup recording (tracer.TestRecord), see _start_setup
@@ -153,7 +164,41 @@ class State:
                 return max(self.timeout, self.plain_factor * float(p.get("duration_s") or 0.0))
             except (TypeError, ValueError):
                 pass
+        if self.hangs(nodeid):
+            return self.hang_limit()
         return self.timeout
+
+    def hangs(self, nodeid):
+        """The plain pre-run stopped the test at its limit: it hangs (it fails as a timeout
+        whatever the tracer's limit)."""
+        p = self.plain.get(nodeid) if self.plain else None
+        return bool(p) and p.get("outcome") == "timeout"
+
+    def step_limit_for(self, nodeid):
+        """Steps after which the test stops as a timeout (0 = none; checked every STEP_POLL_S).
+        A test that hangs is traced for HANG_STEPS steps, and its flip re-runs (rerun.json
+        tests[ID].steps) run to the steps its trace reached and a tenth more: a re-run reaches
+        every branch instance of the trace whatever the machine's load, which a time limit
+        does not promise (a re-run 10 % slower than the traced run would not reach the last
+        evaluations, the ones nearest its failure that the planner flips first)."""
+        if self.mode == "trace":
+            return HANG_STEPS if self.hangs(nodeid) else 0
+        if self.mode == "flip" and self.flip_steps > 0:
+            return self.flip_steps + max(1000, self.flip_steps // 10)
+        return 0
+
+    def hang_limit(self):
+        """The tracer's time limit of a test that hangs (it stops at HANG_STEPS steps first
+        unless its steps are slow): the time the slowest passing test of the plain run would
+        take traced (PLAIN_FACTOR x its plain duration), at least HANG_FLOOR_S and at most the
+        flat limit.  Tracing it for the whole flat limit would record nothing the loop did not
+        already show, and cost it again in each flip re-run (QuixBugs `bitcount`: 9 hanging
+        tests, traced 5 s each, and 20 experiments of 5 s each)."""
+        slowest = 0.0
+        for r in (self.plain or {}).values():
+            if isinstance(r, dict) and r.get("outcome") == "pass":
+                slowest = max(slowest, _number(r.get("duration_s")))
+        return min(self.timeout, max(HANG_FLOOR_S, self.plain_factor * slowest))
 
     # ------------------------------------------------------------ status
     def write_status(self, **kw):
@@ -320,9 +365,10 @@ def _plain_alarm(signum, frame):
     if st is None or st.running is None:
         return
     st.timed_out = True
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
     if frame is not None and _in_harness(frame.f_code.co_filename):
+        signal.setitimer(signal.ITIMER_REAL, HARNESS_RETRY_S)   # as in _alarm
         return
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
     raise TestTimeout(f"test ran longer than {st.timeout:g} s (prosecutor plain run)")
 
 
@@ -335,7 +381,8 @@ def _running(st, item, timeout, handler):
     old = None
     if use_alarm:
         old = signal.signal(signal.SIGALRM, handler)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        # with a step limit, the alarm polls the step count (_alarm)
+        signal.setitimer(signal.ITIMER_REAL, min(timeout, STEP_POLL_S) if getattr(st, "stop_steps", 0) else timeout)
     t0 = time.monotonic()
     if st.first_test_at is None:
         st.first_test_at = t0
@@ -816,6 +863,11 @@ def _alarm(signum, frame):
         # The test has already ended (the alarm raced its end): raising now would hit pytest's
         # own machinery and lose the test's report.
         return
+    if st.stop_steps and st.tracer.cur.nsteps < st.stop_steps:
+        left = st.cur_timeout - (time.monotonic() - st.call_t0)
+        if left > 0:
+            signal.setitimer(signal.ITIMER_REAL, min(left, STEP_POLL_S))
+            return
     if st.limit_pending is not None:
         # the base limit ran out before the plain run alongside had this test's result: wait
         # for it (the wait does not count), and go on up to the limit the test would have had
@@ -839,12 +891,18 @@ def _alarm(signum, frame):
             signal.setitimer(signal.ITIMER_REAL, left)
             return
     st.tracer.cur.timed_out = True
-    signal.setitimer(signal.ITIMER_REAL, 1.0)  # keep insisting if it is swallowed
     if frame is not None and _in_harness(frame.f_code.co_filename):
         # Interrupted inside pytest, pluggy or this tracer (the test is unwinding or being
-        # reported): an exception here would not fail the test but break its report. The
-        # re-armed alarm tries again if the test is still running then.
+        # reported, or the tracer is recording a step): an exception here would not fail the
+        # test but break its report. Try again in a moment: a traced loop spends most of its
+        # time in the tracer, and waiting a whole second per miss let a 1 s limit run 45 s
+        # (QuixBugs `bitcount`).
+        signal.setitimer(signal.ITIMER_REAL, HARNESS_RETRY_S)
         return
+    signal.setitimer(signal.ITIMER_REAL, 1.0)  # keep insisting if it is swallowed
+    if st.stop_steps and st.tracer.cur.nsteps >= st.stop_steps:
+        raise TestTimeout(f"test ran past {st.stop_steps} steps: it hangs (the plain run stopped it at its "
+                          f"limit; prosecutor timeout)")
     raise TestTimeout(f"test ran longer than {st.cur_timeout:g} s (prosecutor timeout)")
 
 
@@ -859,6 +917,7 @@ def pytest_runtest_call(item):
         return
     _stop_setup(st)
     st.cur_timeout = st.timeout_for(item.nodeid) if st.mode == "trace" else st.timeout
+    st.stop_steps = st.step_limit_for(item.nodeid)
     # (the plain run alongside has no result for it yet: the base limit, extended by _alarm)
     st.limit_pending = (item.nodeid if st.mode == "trace" and st.plain_pending and st.cur_timeout > 0
                         and item.nodeid not in st.plain else None)
@@ -1172,6 +1231,7 @@ def _serve_child(st, session, req):
     st.mode, st.flip_test, st.tracer.flip = "flip", test, (stmt, occ)
     if isinstance(fp, dict) and st.timeout > 0 and _number(fp.get("timeout")) > st.timeout:
         st.timeout = _number(fp["timeout"])
+    st.flip_steps = int(_number(fp.get("steps"))) if isinstance(fp, dict) else 0
     chosen = _match_flip_test(st, session.items, fp if fp is not None else {})
     return (chosen if not st.serve_blocked else None), None
 
@@ -1764,6 +1824,13 @@ def write_dump(st):
                         f"tests whose outcome tracing changes are not detected)")
     warnings += plain_warnings
     timeouts = [t for t in tests if t.get("failure_kind") == "timeout" and t.get("plain_outcome") != "fail"]
+    hung = [t for t in timeouts if ((st.plain or {}).get(t["id"]) or {}).get("outcome") == "timeout"]
+    if hung:
+        timeouts = [t for t in timeouts if t not in hung]
+        limits = sorted({t.get("timeout_s", st.timeout) for t in hung})
+        shown = f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
+        warnings.append(f"{len(hung)} test(s) hang: the plain run stopped them at its limit, so they were traced "
+                        f"for {HANG_STEPS} steps or {shown} only (their flip re-runs for as many steps): " + _ids(hung, 5))
     if timeouts:
         limits = sorted({t.get("timeout_s", st.timeout) for t in timeouts})
         shown = f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
@@ -1876,6 +1943,8 @@ def _rerun_tests(st, entries):
         m = dict(t["match"]) if t.get("match") else {}
         if t["outcome"] == "fail" and st.timeout > 0 and t.get("timeout_s", st.timeout) > st.timeout:
             m["timeout"] = t["timeout_s"]
+        if t["outcome"] == "fail" and st.hangs(t["id"]) and t.get("steps"):
+            m["steps"] = t["steps"]       # flip re-runs stop past these (State.step_limit_for)
         if t["outcome"] == "fail" and t.get("setup_segments"):
             # the setup segments its trace begins with: a flip re-run numbers occurrences so
             m["setup_segments"] = t["setup_segments"]

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from test_defects import CONFTEST, PKG_PARENT, base_env, trace, write
 
@@ -254,3 +255,63 @@ def test_an_unreadable_plain_file_is_a_warning(tmp_path):
     assert d.manifest["notes"]["plain_run"] is False
     assert any(w.startswith("the plain run") and "traced without it" in w for w in d.manifest["notes"]["warnings"])
     assert d.test("test_slow_failure")["failure_kind"] == "timeout"
+
+
+HANGS = {
+    "src/bits.py": """
+        def bitcount(n):
+            count = 0
+            while n:
+                n ^= n - 1        # the fault (n &= n - 1): never reaches 0 from an odd n > 1
+                count += 1
+            return count
+        """,
+    "tests/conftest.py": CONFTEST,
+    "tests/test_bits.py": """
+        from bits import bitcount
+
+
+        def test_hangs():
+            assert bitcount(127) == 7
+
+
+        def test_zero():
+            assert bitcount(0) == 0
+        """,
+}
+
+
+def test_a_test_that_hangs_plainly_is_traced_for_the_hang_limit_only(tmp_path):
+    write(tmp_path, HANGS)
+    path, data = plain_run(tmp_path, timeout="1")
+    assert data["tests"]["tests/test_bits.py::test_hangs"]["outcome"] == "timeout", data
+    env = {"PROSECUTOR_PLAIN": str(path), "PROSECUTOR_PLAIN_WALL": "1.5", "PROSECUTOR_TEST_TIMEOUT": "60",
+           "PROSECUTOR_TRACE_ALL": "0"}
+    d = trace(tmp_path, extra=env)
+    assert d.status["ok"], d.proc.stdout
+    d.check()
+    t = d.test("test_hangs")
+    # stopped at HANG_STEPS steps (or the hang limit, 1 s here: the passing test takes
+    # microseconds), not at the flat 60 s
+    assert t["outcome"] == "fail" and t["failure_kind"] == "timeout", t
+    assert t["duration_ms"] < 10_000, t
+    steps = len(d.steps(t["trace"]))
+    assert 100_000 <= steps < 1_000_000, steps   # HANG_STEPS, polled every 20 ms
+    w = [x for x in d.manifest["notes"]["warnings"] if "hang" in x]
+    assert len(w) == 1 and "100000 steps or 1 s only" in w[0] and "test_hangs" in w[0], d.manifest["notes"]["warnings"]
+    with open(os.path.join(d.d, "rerun.json")) as fh:
+        rr = json.load(fh)
+    assert rr["tests"]["tests/test_bits.py::test_hangs"]["steps"] == steps, rr["tests"]
+    # its flip re-runs run past the steps its trace reached, whatever the time that takes: the
+    # last evaluation of the loop's condition in the trace is reached and flipped
+    cond = "bits.py:4:4"       # while n:
+    at = {r[1] for r in d.rows("branch.facts") if r[0] == t["trace"]}
+    last = sum(1 for r in d.steps(t["trace"]) if r[1] in at and r[2] == cond)
+    assert last > 1000, last
+    t0 = time.monotonic()
+    r = d.flip(t["id"], cond, last, tmp_path / "flip.json", base_env())
+    took = time.monotonic() - t0
+    assert r["flipped"] and r["outcome"] == "fail" and "AssertionError" in r["detail"], r
+    assert took < 30, took     # a new process: start-up, collection, then the steps (was up to 60 s)
+    r = d.flip(t["id"], "", 0, tmp_path / "control.json", base_env())
+    assert r["outcome"] == "fail" and "steps" in r["detail"], r
