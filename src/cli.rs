@@ -118,9 +118,9 @@ pub struct ModelArgs {
     /// Step budget of a model (after loop compression; compare --step-cap, the recording limit
     /// per test while tracing): the failing traces are taken smallest first,
     /// then the passing ones, while they fit; what does not fit is left out with a warning, and
-    /// when no failing trace fits the ranking is the spectrum likelihood alone.
-    #[arg(long, help_heading = "Model")]
-    pub max_steps: Option<usize>,
+    /// when no failing trace fits the ranking is the spectrum likelihood alone; 0 = no limit.
+    #[arg(long, default_value_t = crate::localize::DEFAULT_MAX_STEPS, help_heading = "Model")]
+    pub max_steps: usize,
     /// Number of counterfactual experiments: the k most suspicious branch instances are each
     /// flipped in one re-run of their failing test (the paper's k).
     #[arg(
@@ -202,7 +202,7 @@ impl ModelArgs {
             mode: self.mode,
             compress: !self.no_compress,
             passing: self.passing,
-            max_steps: self.max_steps,
+            max_steps: (self.max_steps > 0).then_some(self.max_steps),
             cpd: Cpd {
                 p: self.p,
                 prior: self.prior,
@@ -257,13 +257,11 @@ pub struct TraceArgs {
     /// The code under analysis (its statements are the suspects); tests outside it are test code.
     #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
     pub src: Option<PathBuf>,
-    /// Per-test timeout in seconds (a test running longer fails as a timeout).
-    #[arg(
-        long,
-        default_value_t = 10.0,
-        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
-    )]
-    pub test_timeout: f64,
+    /// Per-test timeout in seconds (default 10): a test running longer fails as a timeout.
+    /// Given, it is also the plain pre-run's limit (a test that does not end within it hangs);
+    /// the default allows twice as long there.
+    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
+    pub test_timeout: Option<f64>,
     /// How many passing tests get a full trace in the dump (the others keep only their
     /// coverage); compare --passing, how many of the traced ones a model uses.
     #[arg(
@@ -324,7 +322,15 @@ impl TraceArgs {
         let mut o =
             crate::frontend::python::PythonTraceOptions::new(src, out, self.command.clone());
         o.cwd = cwd;
-        o.test_timeout = std::time::Duration::from_secs_f64(self.test_timeout);
+        if let Some(t) = self.test_timeout {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(Error::Other(format!(
+                    "--test-timeout {t}: give a positive number of seconds"
+                )));
+            }
+            o.test_timeout = std::time::Duration::from_secs_f64(t);
+            o.test_timeout_given = true;
+        }
         o.max_passing = self.max_passing;
         o.step_cap = self.step_cap;
         o.test_globs = self.exclude.clone();

@@ -76,14 +76,16 @@ pub struct EvalArgs {
     /// the same dump left in OUT/cfx/ (by default they are reused).
     #[arg(long)]
     pub rerun_cfx: bool,
-    /// Per-test time limit when tracing, in seconds (a case's `timeout` overrides it).
-    #[arg(long, default_value_t = 10.0)]
-    pub test_timeout: f64,
+    /// Per-test time limit when tracing, in seconds (default 10; a case's `timeout` overrides
+    /// it). Given (here or as a case's `timeout`), it is also the plain pre-run's limit, as in
+    /// `localize --test-timeout`.
+    #[arg(long)]
+    pub test_timeout: Option<f64>,
     /// Step budget of every PROSECUTOR variant's model (after its compression setting), as
     /// `localize --max-steps`: traces that do not fit are left out with a warning, and a variant
     /// in which no failing trace fits ranks by the spectrum likelihood alone (a guard against the
     /// `w/o compression` ablation on an endless loop); 0 = no limit.
-    #[arg(long, default_value_t = 2_000_000)]
+    #[arg(long, default_value_t = crate::localize::DEFAULT_MAX_STEPS)]
     pub max_steps: usize,
     /// Trace without the plain pre-run (as `trace --no-plain-run`; also `PROSECUTOR_PLAIN_RUN=0`).
     #[arg(long)]
@@ -133,10 +135,10 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
             )));
         }
     }
-    if !(a.test_timeout.is_finite() && a.test_timeout > 0.0) {
+    let test_timeout = a.test_timeout.unwrap_or(10.0);
+    if !(test_timeout.is_finite() && test_timeout > 0.0) {
         return Err(Error::Other(format!(
-            "--test-timeout must be a positive number of seconds, found {}",
-            a.test_timeout
+            "--test-timeout must be a positive number of seconds, found {test_timeout}"
         )));
     }
     let jobs = a
@@ -157,7 +159,8 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         cfx_timeout: a.cfx_timeout.map(Duration::from_secs_f64),
         cfx_model: a.cfx_model,
         reuse_cfx: !a.rerun_cfx,
-        test_timeout: Duration::from_secs_f64(a.test_timeout),
+        test_timeout: Duration::from_secs_f64(test_timeout),
+        test_timeout_given: a.test_timeout.is_some(),
         max_steps: (a.max_steps > 0).then_some(a.max_steps),
         no_plain_run: a.no_plain_run,
         import_time: a.import_time,

@@ -75,6 +75,12 @@ pub enum CfxSource {
     Results(PathBuf),
 }
 
+/// The step budget of `localize --max-steps` and `eval --max-steps` unless given: every
+/// corpus and BugsInPy evaluation ran with it (docs/evaluation.md), and without a budget a
+/// test traced up to the step cap builds a model that takes gigabytes and tens of minutes
+/// (QuixBugs `longest_common_subsequence`, docs/performance.md).
+pub const DEFAULT_MAX_STEPS: usize = 1_000_000;
+
 #[derive(Debug, Clone)]
 pub struct Options {
     pub mode: Mode,
