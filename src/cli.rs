@@ -344,10 +344,13 @@ impl TraceArgs {
         crate::progress::note(
             false,
             &format!(
-                "traced {} tests ({} failing, {} passing) into {}",
-                s.traced,
+                "tests: {} run ({} failing, {} passing), {} with a full trace, {} untraced; \
+                 dump: {}",
+                s.failing + s.passing,
                 s.failing,
                 s.passing,
+                s.traced,
+                s.untraced,
                 s.dump.display()
             ),
         );

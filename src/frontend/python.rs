@@ -148,6 +148,8 @@ pub struct TraceSummary {
     pub passing: usize,
     /// Number of tests with a full trace in the dump.
     pub traced: usize,
+    /// Tests that ran but were never entered by traced code (no trace, no coverage).
+    pub untraced: usize,
     /// Warnings of the tracer (unsupported constructs, modules imported too early, ...).
     pub warnings: Vec<String>,
     /// The plain pre-run, if it ran and recorded tests.
@@ -435,6 +437,7 @@ fn finish(
         failing,
         passing,
         traced: count("traced"),
+        untraced: count("untraced"),
         warnings,
         plain_run,
     })
@@ -579,13 +582,19 @@ fn run_command(
         }
         c
     };
-    match build(&opts.command).output() {
+    let label = progress_label(opts, env);
+    let progress = out.join(".prosecutor-progress");
+    let run = |mut c: Command| match label {
+        Some(what) => output_with_progress(&mut c, what, &progress),
+        None => c.output(),
+    };
+    match run(build(&opts.command)) {
         Ok(o) => Ok(o),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && opts.command[0] == "pytest" => {
             // `pytest` is not on PATH: run it as a module of python3
             let mut argv = vec!["python3".to_string(), "-m".into(), "pytest".into()];
             argv.extend(opts.command[1..].iter().cloned());
-            build(&argv).output().map_err(|e| FrontendError::Spawn {
+            run(build(&argv)).map_err(|e| FrontendError::Spawn {
                 program: "pytest (nor python3 -m pytest)".into(),
                 source: e,
             })
@@ -594,6 +603,65 @@ fn run_command(
             program: opts.command[0].clone(),
             source: e,
         }),
+    }
+}
+
+/// What the progress bar of a run of the test command says, if it gets one: only with
+/// `opts.progress` and stderr on a terminal, and not for the plain run alongside the traced
+/// run (two bars at once would garble each other; the traced run's is the one that matters).
+fn progress_label(opts: &PythonTraceOptions, env: &[(&str, OsString)]) -> Option<&'static str> {
+    use std::io::IsTerminal;
+    if !opts.progress || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let plain = env
+        .iter()
+        .any(|(k, v)| *k == "PROSECUTOR_MODE" && v.to_str() == Some("plain"));
+    let alongside = env.iter().any(|(k, _)| *k == "PROSECUTOR_PLAIN_STREAM");
+    match (plain, alongside) {
+        (true, true) => None,
+        (true, false) => Some("plain run"),
+        (false, _) => Some("tracing"),
+    }
+}
+
+/// Runs `c` to its end as `Command::output` does, drawing a bar of the tests done while it
+/// runs: the plugin rewrites `progress` (`DONE TOTAL FAILED`) as tests finish
+/// (PROSECUTOR_PROGRESS), and this polls it ten times a second.
+fn output_with_progress(c: &mut Command, what: &str, progress: &Path) -> std::io::Result<Output> {
+    let _ = std::fs::remove_file(progress);
+    let child = c.env("PROSECUTOR_PROGRESS", progress).spawn()?;
+    let bar = crate::progress::bar(0, what);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let output = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some((n, total, failed)) = read_progress(progress) {
+                    bar.set_length(total.max(n));
+                    bar.set_position(n);
+                    bar.set_message(format!("{what} ({failed} failed)"));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let output = child.wait_with_output();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        output
+    });
+    bar.finish_and_clear();
+    let _ = std::fs::remove_file(progress);
+    output
+}
+
+/// `DONE TOTAL FAILED` from the progress file, if it holds a whole line.
+fn read_progress(path: &Path) -> Option<(u64, u64, u64)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut it = text.trim_end().split(' ').map(|x| x.parse::<u64>().ok());
+    match (it.next()??, it.next()??, it.next()??) {
+        (n, total, failed) if it.next().is_none() && text.ends_with('\n') => {
+            Some((n, total, failed))
+        }
+        _ => None,
     }
 }
 
@@ -1120,6 +1188,23 @@ def test_negative():
             .as_str()
             .unwrap()
             .contains("exit status 3"));
+    }
+
+    #[test]
+    fn progress_file_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("progress");
+        assert_eq!(read_progress(&p), None);
+        for (text, want) in [
+            ("3 10 1\n", Some((3, 10, 1))),
+            ("3 10 1", None),
+            ("3 10\n", None),
+            ("3 10 1 4\n", None),
+            ("x 10 1\n", None),
+        ] {
+            std::fs::write(&p, text).unwrap();
+            assert_eq!(read_progress(&p), want, "{text:?}");
+        }
     }
 
     #[test]

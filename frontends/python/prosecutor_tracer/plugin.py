@@ -938,6 +938,50 @@ def pytest_runtest_logfinish(nodeid, location):
     st = _state
     if st is not None and st.mode == "plain":
         st.streamed(nodeid)
+    if _progress is not None:
+        _progress.done += 1
+        _progress.write()
+
+
+def pytest_collection_finish(session):
+    if _progress is not None:
+        _progress.total = len(session.items)
+        _progress.write(force=True)
+
+
+def pytest_runtest_logreport(report):
+    if _progress is not None and report.failed:
+        _progress.failed.add(report.nodeid)
+
+
+class _Progress:
+    """Tests done, collected and failed so far, in the file PROSECUTOR_PROGRESS names (plain and
+    trace modes): the driver polls it to draw a progress bar on a terminal. At most ten writes a
+    second; a write replaces the file whole (`os.replace`), so a reader never sees half a line."""
+
+    def __init__(self, path):
+        self.path = path
+        self.total = self.done = 0
+        self.failed = set()
+        self.last = 0.0
+
+    def write(self, force=False):
+        now = time.monotonic()
+        if not force and now - self.last < 0.1:
+            return
+        self.last = now
+        try:
+            tmp = self.path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(f"{self.done} {self.total} {len(self.failed)}\n")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+_progress = (_Progress(os.environ["PROSECUTOR_PROGRESS"])
+             if os.environ.get("PROSECUTOR_PROGRESS") and os.environ.get("PROSECUTOR_MODE") in ("plain", "trace")
+             else None)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -1113,6 +1157,8 @@ def _exc_text(excinfo):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if _progress is not None:
+        _progress.write(force=True)
     st = _state
     if st is None:
         return
@@ -1849,7 +1895,7 @@ def write_dump(st):
                         f"steps (PROSECUTOR_SETUP_CAP): the module bodies after that are in no trace")
     _write_manifest(st, entries, warnings)
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
-            "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
+            "untraced": len(untraced), "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
 
 
 def _setup_summary(st, setup, prefixed):

@@ -13,7 +13,7 @@ import time
 from test_defects import CONFTEST, PKG_PARENT, base_env, trace, write
 
 
-def plain_run(root, timeout="10", args=("tests",)):
+def plain_run(root, timeout="10", args=("tests",), extra=None):
     """The driver's plain pre-run: same environment as the traced run, PROSECUTOR_MODE=plain."""
     env = base_env()
     env.pop("PYTHONDONTWRITEBYTECODE", None)   # the plain run itself must not write __pycache__
@@ -22,6 +22,7 @@ def plain_run(root, timeout="10", args=("tests",)):
     out = root / "plain.json"
     env.update({"PROSECUTOR_MODE": "plain", "PROSECUTOR_PLAIN_OUT": str(out), "PROSECUTOR_PLAIN_TIMEOUT": timeout,
                 "PROSECUTOR_SRC": str(root / "src")})
+    env.update(extra or {})
     subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=root, env=env,
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     with open(out) as fh:
