@@ -10,6 +10,7 @@
 
 use rayon::prelude::*;
 
+use super::cycle::TwoCycle;
 use super::double_loop::{Anchors, OuterLoop, Step};
 use super::kernel::{clip, sig_pair, sigmoid, FactorKernel, Scratch};
 use super::{check_evidence, BpOptions, Convergence, Cpd, Dag, InferError, Marginals, Schedule};
@@ -181,6 +182,10 @@ struct Engine<'a> {
     log_domain: bool,
     /// Double-loop BP: the outer loop's anchors (empty for plain BP; `super::double_loop`).
     anchors: Anchors,
+    /// Plain BP: stop a run caught in a period-2 cycle (`super::cycle`); `None` for the double
+    /// loop, whose anchors are part of its state.
+    cycle: Option<TwoCycle>,
+    max_iter: usize,
 }
 
 /// A block of the block schedule: vertices `a..b`, the vertices to visit in topological order,
@@ -989,6 +994,19 @@ pub(crate) fn loopy_bp_blocks(
     opts: &BpOptions,
     min_block_work: usize,
 ) -> Result<Marginals, InferError> {
+    loopy_bp_run(dag, cpd, evidence, opts, min_block_work, true)
+}
+
+/// [`loopy_bp_blocks`]; `stop_cycles: false` sweeps on through a period-2 cycle to `max_iter`
+/// (as before `super::cycle`; tests compare the two).
+pub(crate) fn loopy_bp_run(
+    dag: &Dag,
+    cpd: &Cpd,
+    evidence: &[Option<bool>],
+    opts: &BpOptions,
+    min_block_work: usize,
+    stop_cycles: bool,
+) -> Result<Marginals, InferError> {
     cpd.validate()?;
     opts.validate()?;
     check_evidence(dag, evidence)?;
@@ -1053,6 +1071,8 @@ pub(crate) fn loopy_bp_blocks(
         damping: opts.damping,
         log_domain: opts.log_domain,
         anchors: Anchors::default(),
+        cycle: (stop_cycles && !opts.double_loop).then(TwoCycle::default),
+        max_iter: opts.max_iter,
     };
     let mut outer = opts.double_loop.then(OuterLoop::new);
     let is_active = |v: usize| evidence[v].is_none() || !eng.lam_static[v];
@@ -1159,9 +1179,10 @@ pub(crate) fn loopy_bp_blocks(
 
 impl Engine<'_> {
     /// Bookkeeping after iteration `it`: contradictions, the constant messages after the first
-    /// iteration, the double loop's outer steps (`outer`), convergence. Returns whether BP has
-    /// converged: its messages moved less than `tol`, and with the double loop, also the anchors
-    /// at the outer step this sweep ended.
+    /// iteration, the double loop's outer steps (`outer`), convergence. Returns whether BP
+    /// stops: it has converged (its messages moved less than `tol`, and with the double loop,
+    /// also the anchors at the outer step this sweep ended), or it is caught in a period-2
+    /// cycle it will not leave (`super::cycle`; then `conv.converged` is false).
     fn finish_iteration(
         &mut self,
         st: &mut State,
@@ -1192,7 +1213,12 @@ impl Engine<'_> {
                 }
             };
         }
-        Ok(conv.converged)
+        let max_iter = self.max_iter;
+        let caught = self
+            .cycle
+            .as_mut()
+            .is_some_and(|c| c.caught(it, max_iter, &st.pi_v, &st.lam_e, acc.max_change, tol));
+        Ok(conv.converged || caught)
     }
 
     /// The double loop's outer step: every unobserved vertex's anchor becomes its belief (the

@@ -105,7 +105,10 @@
 //! factor-to-variable message (and, for the block schedule, of a variable-to-factor message that
 //! crosses a block boundary, as it is read one iteration late), in probability, during the last
 //! iteration; BP stops when it drops below `tol`, or after `max_iter` iterations (then
-//! `converged` is false).
+//! `converged` is false), or, outside the double loop, as soon as its messages are caught in a
+//! cycle of period 2 that swings by at least 0.01 and cannot settle within the iterations left
+//! (`cycle.rs`; `converged` is false, and the marginals are those of the sweeps of `max_iter`'s
+//! parity). Undamped BP on EPGs falls into such cycles within ten sweeps.
 //!
 //! Contradictory evidence (probability zero, e.g. a vertex observed incorrect whose parents are all
 //! observed correct) is detected when some message or belief has zero total mass and reported as
@@ -114,6 +117,7 @@
 
 pub mod bench;
 mod bp;
+mod cycle;
 mod dag;
 mod double_loop;
 mod exact;
