@@ -105,6 +105,8 @@ pub struct Method {
     pub formals: Vec<VarId>,
     pub this_formal: Option<VarId>,
     pub stmts: Vec<StmtId>,
+    /// The line that declares it (`def`, `class`; `method_line.facts`), if the dump says.
+    pub line: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,7 +268,19 @@ impl Dump {
                 formals: Vec::new(),
                 this_formal: None,
                 stmts: Vec::new(),
+                line: None,
             });
+            Ok(())
+        })?;
+        read_rows(&dir, "method_line", 2, false, |_, c| {
+            let m = self
+                .method_ids
+                .get(c[0])
+                .ok_or_else(|| format!("unknown method {:?} (not in method.facts)", c[0]))?;
+            let line = facts::uint(c[1], "line")?;
+            if self.methods[m as usize].line.replace(line).is_some() {
+                return Err(format!("method {:?} has two lines", c[0]));
+            }
             Ok(())
         })?;
         read_rows(&dir, "stmt", 6, true, |_, c| {

@@ -152,12 +152,14 @@ pub fn rank(dump: &Dump, scores: &StmtScores, g: Granularity) -> Vec<Ranked> {
             Granularity::Line => (st.file.clone(), st.line, String::new()),
             Granularity::Statement => (st.file.clone(), st.line, st.id.clone()),
             Granularity::Method => {
-                let first = m
-                    .stmts
-                    .iter()
-                    .map(|&x| dump.stmts[x as usize].line)
-                    .min()
-                    .unwrap_or(st.line);
+                // the line that declares it, else its first statement's
+                let first = m.line.unwrap_or_else(|| {
+                    m.stmts
+                        .iter()
+                        .map(|&x| dump.stmts[x as usize].line)
+                        .min()
+                        .unwrap_or(st.line)
+                });
                 (st.file.clone(), first, m.id.clone())
             }
         };

@@ -398,3 +398,43 @@ fn coroutines_driven_by_an_event_loop_localize() {
         .unwrap_or_else(|| panic!("the faulty line is ranked: {ranking:?}"));
     assert!(faulty["rank"].as_u64().unwrap() <= 10, "{faulty}");
 }
+
+/// Issue 14 §4: at method grain a row points at the line that declares the method (`def`,
+/// from `method_line.facts`), not at its first statement.
+#[test]
+fn method_grain_rows_point_at_the_def_line() {
+    require_pytest();
+    let (dump, o) = trace_and_localize("merge_sorted", &[], "json");
+    assert_eq!(o.status.code(), Some(0));
+    let d = dump.path().join("d");
+    let o = run(&[
+        "localize",
+        d.to_str().unwrap(),
+        "--no-cfx",
+        "--granularity",
+        "method",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["ranking"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    let src = root().join("fixtures/python/merge_sorted/src");
+    for r in rows {
+        let file = std::fs::read_to_string(src.join(r["file"].as_str().unwrap())).unwrap();
+        let line = file
+            .lines()
+            .nth(r["line"].as_u64().unwrap() as usize - 1)
+            .unwrap();
+        let name = r["method"].as_str().unwrap().rsplit("::").next().unwrap();
+        let name = name.rsplit('.').next().unwrap();
+        if name == "<module>" {
+            continue; // declared by no line: its first statement's
+        }
+        assert!(
+            line.trim_start().starts_with(&format!("def {name}(")),
+            "{r}: line {line:?}"
+        );
+    }
+}

@@ -1717,7 +1717,7 @@ def write_dump(st):
     for rp, f in st.reg.files.items():
         if f is not None:
             files[rp] = f
-    names = ["stmt", "method", "def", "use", "cfg", "formal", "this_formal", "actual", "receiver",
+    names = ["stmt", "method", "method_line", "def", "use", "cfg", "formal", "this_formal", "actual", "receiver",
              "loop_head", "copy", "frame", "step", "branch", "bind", "coverage", "edge_coverage"]
     heap_on = _heap is not None and _heap.ENABLED
     if heap_on:
@@ -1735,6 +1735,8 @@ def write_dump(st):
             if not m.nodes or m.entry is None:
                 continue  # an empty module (comments only): nothing can execute
             w["method"].row(m.id, m.role, m.entry)
+            if m.defline is not None:
+                w["method_line"].row(m.id, m.defline)
             for i, v in enumerate(m.formals):
                 w["formal"].row(m.id, i, v)
             if m.this_formal:

@@ -155,7 +155,7 @@ class Method:
     __slots__ = (
         "id", "role", "qualname", "firstlineno", "nodes", "entry", "formals", "this_formal",
         "regions", "exact", "line_nodes", "multi_lines", "calls", "params", "facts",
-        "_line_index", "with_exits",
+        "_line_index", "with_exits", "defline",
     )
 
     def __init__(self, mid, role, qualname, firstlineno, facts):
@@ -163,6 +163,7 @@ class Method:
         self.role = role
         self.qualname = qualname
         self.firstlineno = firstlineno
+        self.defline = None         # the `def` / `class` line (method_line.facts; not a module's)
         self.nodes = []             # node ids in source order
         self.entry = None
         self.formals = []           # positional formals without the receiver
@@ -575,6 +576,7 @@ class Analyzer:
         first = min([s.lineno] + [d.lineno for d in s.decorator_list])
         qual = f"{qual_prefix}{s.name}"
         m = self.new_method(qual, first, s)
+        m.defline = s.lineno        # after its decorators (`first` is the first decorator's)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = s.args
             pos = [x.arg for x in a.posonlyargs + a.args]

@@ -316,3 +316,25 @@ def test_with_exit_has_code_on_every_version():
     assert max(i for i, n in enumerate(nodes) if n == x.id) > nodes.index(node_at(f, 5).id)
     if sys.version_info < (3, 10):
         assert 6 in m.multi_lines      # the exit's units have the body's last line
+
+
+def test_a_method_is_declared_on_its_def_line_after_its_decorators():
+    f = facts("""
+    import functools
+
+
+    @functools.lru_cache(maxsize=None)
+    def f(n):
+        return n
+
+
+    class C:
+        @staticmethod
+        def g():
+            return 1
+    """)
+    ms = {m.qualname: m for m in f.methods}
+    assert ms["f"].defline == 6 and ms["f"].firstlineno == 5, (ms["f"].defline, ms["f"].firstlineno)
+    assert ms["C"].defline == 10
+    assert ms["C.g"].defline == 12
+    assert ms["<module>"].defline is None
