@@ -6,13 +6,14 @@
 //! 0.9998 and every second sweep restores it, so `localize`'s undamped attempt spent 200 sweeps
 //! (two thirds of the model's inference time) before the damped retry it was always going to
 //! need. The test is BP's own convergence test applied to two sweeps: every factor message is
-//! within `tol` (in probability) of its value two sweeps earlier while some moved by `change`
-//! in the last one, by at least [`MIN_SWING`]. An alternating sequence `x* + c·(-r)^t` that still converges shows the same
-//! picture with `D2 / D1 = (1 - r) / r` (`D1`, `D2`: the largest one- and two-sweep changes), and
-//! needs `ln(D1 / tol) / -ln r ≤ ln(D1 / tol) · (1 + D1 / D2)` more sweeps to get within `tol`;
-//! the run stops only when that bound exceeds the sweeps it has left, so it stops only where it
-//! would not have converged. The check runs every second sweep on the sweeps of `max_iter`'s parity, so the
-//! marginals it stops with are (within `tol`) those `max_iter` sweeps would have ended with.
+//! within `tol` (in probability) of its value two sweeps earlier, while in both of these sweeps
+//! some message moved by at least [`MIN_SWING`]. An alternating sequence `x* + c·(-r)^t` that
+//! still converges shows the same picture with `D2 / D1 = (1 - r) / r` (`D1`, `D2`: the largest
+//! one- and two-sweep changes), and needs `ln(D1 / tol) / -ln r ≤ ln(D1 / tol) · (1 + D1 / D2)`
+//! more sweeps to get within `tol`; the run stops only when that bound exceeds the sweeps it has
+//! left, so it stops only where it would not have converged. The check runs every second sweep,
+//! on the sweeps of `max_iter`'s parity, so the marginals it stops with are those the run to
+//! `max_iter` would have ended with, up to the cycle's drift.
 
 use rayon::prelude::*;
 
@@ -27,7 +28,8 @@ pub(super) const MIN_SWING: f64 = 1e-2;
 /// do within a few dozen sweeps, and the check costs a copy of the factor messages).
 pub(super) const FIRST_CHECK: usize = 8;
 
-/// Factor messages of two sweeps earlier, and the verdict.
+/// Factor messages of two sweeps earlier (empty when that sweep swung by less than
+/// [`MIN_SWING`]).
 #[derive(Default)]
 pub(super) struct TwoCycle {
     pi_v: Vec<f64>,
@@ -47,7 +49,12 @@ impl TwoCycle {
         change: f64,
         tol: f64,
     ) -> bool {
-        if it < FIRST_CHECK || !(max_iter - it).is_multiple_of(2) || change < MIN_SWING.max(tol) {
+        if it < FIRST_CHECK || !(max_iter - it).is_multiple_of(2) {
+            return false;
+        }
+        if change < MIN_SWING.max(tol) {
+            self.pi_v.clear();
+            self.lam_e.clear();
             return false;
         }
         let caught = !self.pi_v.is_empty() && {

