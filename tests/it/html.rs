@@ -92,6 +92,113 @@ fn element<'a>(dom: &'a str, open: &str, close: &str) -> &'a str {
     &dom[m.start()..end]
 }
 
+/// What [`check_report`] found on a traced project's page.
+struct Shown {
+    /// The ranking's first row (`file:line`): the selected line.
+    top: String,
+    /// The best rank shown in the gutter of the source view on one of the faulty lines.
+    faulty_rank: u32,
+}
+
+/// Checks what a person sees on the report of a traced project whose faulty lines are `faulty`
+/// (`file`, relative to SRC, and line): the ranking has rows and its first row is selected; at
+/// least one faulty line is shaded in the source view with its rank in the gutter (the rank the
+/// ranking gives it when it is listed there); the selected line is selected in the source view
+/// and the path view draws its path to an observed failure; the tests, experiments and inference
+/// sections are there.
+fn check_report(dom: &str, faulty: &[(&str, u32)]) -> Shown {
+    // the ranking (as the page shows it, after its script ran): rows, the first one selected
+    let ranking = element(dom, r#"<table[^>]*id="ranking""#, "</table>");
+    let rows = ranking.matches("<tr data-key=").count();
+    assert!(rows > 0, "the ranking has no rows: {ranking}");
+    let first = element(ranking, "<tbody><tr", "</tr>");
+    assert!(first.contains(r#"data-key="0""#), "{first}");
+    assert!(
+        first.contains(r#"class="selected""#),
+        "the top line is selected: {first}"
+    );
+    let attr = |tag: &str, name: &str| -> String {
+        let re = regex_lite::Regex::new(&format!(r#"\b{name}="([^"]*)""#)).unwrap();
+        re.captures(tag)
+            .unwrap_or_else(|| panic!("no {name} in {tag}"))[1]
+            .to_string()
+    };
+    let top = attr(first, "data-loc");
+    assert!(first.contains(&format!(">{top}</a>")), "first row: {first}");
+
+    // the source view: some faulty line shaded, its rank in the gutter
+    let gutter = regex_lite::Regex::new(r#"<td class="g"[^>]*>(\d+)</td>"#).unwrap();
+    let mut seen = Vec::new();
+    let mut faulty_rank = None;
+    for &(file, line) in faulty {
+        let loc = format!("{file}:{line}");
+        let section = format!(
+            r#"<section class="panel file" id="F(\d+)"><h3>{}</h3>"#,
+            regex_lite::escape(file)
+        );
+        let Some(f) = regex_lite::Regex::new(&section).unwrap().captures(dom) else {
+            seen.push(format!("{loc}: its file is not in the source view"));
+            continue;
+        };
+        let row = element(dom, &format!(r#"<tr id="L{}-{line}""#, &f[1]), "</tr>");
+        let shaded = row.contains(r#"class="ranked"#) && row.contains("background:rgba(");
+        let Some(rank) = gutter.captures(row).filter(|_| shaded) else {
+            seen.push(format!("{loc} is not shaded with a rank: {row}"));
+            continue;
+        };
+        let rank: u32 = rank[1].parse().unwrap();
+        assert_eq!(attr(row, "data-rank"), rank.to_string(), "{row}");
+        // the same rank as in the ranking, when the ranking lists the line
+        let listed = format!(
+            r#"<tr data-key="\d+" data-loc="{}""#,
+            regex_lite::escape(&loc)
+        );
+        if regex_lite::Regex::new(&listed).unwrap().is_match(ranking) {
+            let r = element(ranking, &listed, "</tr>");
+            assert!(
+                r.contains(&format!(r#"<td class="num" data-v="{rank}">{rank}</td>"#)),
+                "{loc}: gutter rank {rank}, ranking row {r}"
+            );
+        }
+        faulty_rank = Some(faulty_rank.map_or(rank, |r: u32| r.min(rank)));
+    }
+    let faulty_rank =
+        faulty_rank.unwrap_or_else(|| panic!("no faulty line shown ranked: {seen:#?}"));
+
+    // the selected line is selected in the source view
+    let src = attr(first, "data-src");
+    let row = element(dom, &format!(r#"<tr id="{src}""#), "</tr>");
+    assert!(
+        row.contains(r#"class="ranked selected""#),
+        "{top} selected in the source view: {row}"
+    );
+    assert!(row.contains(r#"data-rank="1""#), "{row}");
+
+    // the path view: the selected line's path, from its statement to the observed failure
+    let view = element(dom, r#"<div[^>]*id="path""#, "</div>");
+    assert!(view.contains(&format!("<b>{top}</b>")), "{view}");
+    assert!(
+        view.contains("<svg"),
+        "no path drawn for the selected line {top} (the page says why): {view}"
+    );
+    let path = element(dom, r#"<div[^>]*id="path""#, "</svg>");
+    let head = element(path, r#"<g class="vertex statement""#, "</g>");
+    assert!(
+        head.contains(&format!(">statement · {top} · belief ")),
+        "{head}"
+    );
+    assert!(path.contains(r#"data-observed="incorrect""#), "{path}");
+
+    // tests, experiments and convergence are there
+    assert!(dom.contains("<h2>Tests: "), "no tests section");
+    assert!(
+        dom.contains("<h2>Counterfactual experiments"),
+        "no experiments section"
+    );
+    assert!(dom.contains("inference converged"), "no convergence");
+    Shown { top, faulty_rank }
+}
+
 /// A traced fixture's report: the first row is the faulty line, the line is highlighted (and
 /// selected) in the source view, and the path view shows that line's path to the failure.
 #[test]
@@ -115,46 +222,115 @@ fn report_shows_ranking_source_and_path() {
         "the table is still printed: {stdout}"
     );
     let dom = dump_dom(&page);
+    let shown = check_report(&dom, &[FAULTY]);
+    // the faulty line is first, ranked 1 in the gutter, and its path is drawn
     let (file, line) = FAULTY;
-    let loc = format!("{file}:{line}");
-
-    // the ranking's first row (as the page shows it, after its script ran): the faulty line
-    let ranking = element(&dom, r#"<table[^>]*id="ranking""#, "</table>");
-    let first = element(ranking, "<tbody><tr", "</tr>");
-    assert!(first.contains(r#"data-key="0""#), "{first}");
-    assert!(first.contains(&format!(">{loc}</a>")), "first row: {first}");
-    assert!(
-        first.contains("selected"),
-        "the top line is selected: {first}"
-    );
-
-    // the source view: the faulty line shaded with rank 1 in its gutter, and selected
-    let row = element(&dom, &format!(r#"<tr id="L\d+-{line}""#), "</tr>");
-    assert!(row.contains(r#"class="ranked selected""#), "{row}");
-    assert!(
-        row.contains(r#"<td class="g""#) && row.contains(">1</td>"),
-        "{row}"
-    );
-    assert!(row.contains("background:rgba("), "shaded: {row}");
-
-    // the path view: the selected line's path, from its statement to the observed failure
-    let path = element(&dom, r#"<div[^>]*id="path""#, "</svg>");
-    assert!(path.contains(&format!("<b>{loc}</b>")), "{path}");
-    assert!(path.contains("<svg"), "no graph drawn: {path}");
-    let head = element(path, r#"<g class="vertex statement""#, "</g>");
-    assert!(
-        head.contains(&format!(">statement · {loc} · belief ")),
-        "{head}"
-    );
-    assert!(path.contains(r#"data-observed="incorrect""#), "{path}");
-
-    // tests, experiments and convergence are there
-    assert!(dom.contains("<h2>Tests: "), "no tests section");
+    assert_eq!(shown.top, format!("{file}:{line}"));
+    assert_eq!(shown.faulty_rank, 1);
     assert!(
         dom.contains("Counterfactual experiments: "),
-        "no experiments"
+        "no experiments ran"
     );
-    assert!(dom.contains("inference converged"), "no convergence");
+}
+
+/// One case of fixtures/python/cases.toml: `localize --html` (without experiments) on a copy of
+/// the project, the page loaded in Chromium and checked by [`check_report`].
+fn check_case(case: &toml::Value, out: &Path) -> Shown {
+    let s = |k: &str| case[k].as_str().unwrap_or_else(|| panic!("{k}: {case}"));
+    let project = out.join("project");
+    copy_dir(&root().join("fixtures/python").join(s("dir")), &project);
+    let test: Vec<&str> = case["test"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let faulty: Vec<(&str, u32)> = case["faulty"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let (file, line) = f.as_str().unwrap().rsplit_once(':').unwrap();
+            (file, line.parse().unwrap())
+        })
+        .collect();
+    let page = out.join("report.html");
+    // A 3 s test timeout: the fixtures' tests take milliseconds, and to_base_hang's hanging test
+    // is cut there (the default 10 s, twice that in the plain run, makes it the slowest case).
+    let o = bin()
+        .current_dir(&project)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args([
+            "localize",
+            "--src",
+            s("src"),
+            "--no-cfx",
+            "--test-timeout",
+            "3",
+        ])
+        .arg("--keep-dump")
+        .arg(out.join("dump"))
+        .arg("--html")
+        .arg(&page)
+        .arg("--")
+        .args(&test)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_report(&dump_dom(&page), &faulty)
+}
+
+/// The report of every project of fixtures/python/cases.toml, checked in the browser as a person
+/// would look at it ([`check_report`]); the cases run on two threads.
+#[test]
+fn every_python_fixture_report() {
+    require_pytest();
+    chromium();
+    let text = std::fs::read_to_string(root().join("fixtures/python/cases.toml")).unwrap();
+    let manifest: toml::Value = toml::from_str(&text).unwrap();
+    let cases = manifest["case"].as_array().unwrap();
+    assert!(cases.len() > 1, "{cases:?}");
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(case) = cases.get(i) else { break };
+                let name = case["name"].as_str().unwrap().to_string();
+                let out = tempfile::tempdir().unwrap();
+                let start = Instant::now();
+                let r = std::panic::catch_unwind(|| check_case(case, out.path())).map_err(|e| {
+                    e.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default()
+                });
+                let secs = start.elapsed().as_secs_f64();
+                results.lock().unwrap().push((name, secs, r));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(results.len(), cases.len());
+    let mut failed = Vec::new();
+    for (name, secs, r) in &results {
+        match r {
+            Ok(shown) => eprintln!(
+                "{name}: {secs:.1} s, top {}, faulty line ranked {}",
+                shown.top, shown.faulty_rank
+            ),
+            Err(e) => failed.push(format!("{name} ({secs:.1} s): {e}")),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} reports fail the browser checks:\n{}",
+        failed.len(),
+        results.len(),
+        failed.join("\n\n")
+    );
 }
 
 /// Program text holding `</script><script>…</script>` (in a statement, its source line and a test
