@@ -43,9 +43,8 @@ _state = None
 # a plain run (measured on the fixtures and QuixBugs, docs/frontend-python.md "Plain pre-run"),
 # and a test cut by the tracer fails somewhere else than it does.
 PLAIN_FACTOR = 150.0
-# The least tracer limit of a test that hangs in the plain pre-run (see State.hang_limit), and
-# the steps it is traced for (State.step_limit_for), checked every STEP_POLL_S.
-HANG_FLOOR_S = 1.0
+# The steps a test that hangs in the plain pre-run is traced for (State.step_limit_for), checked
+# every STEP_POLL_S; its time limit stays the flat one, for a hang outside traced code.
 HANG_STEPS = 100_000
 STEP_POLL_S = 0.02
 # How soon a time limit that struck inside the harness or the tracer strikes again (_alarm).
@@ -164,8 +163,6 @@ class State:
                 return max(self.timeout, self.plain_factor * float(p.get("duration_s") or 0.0))
             except (TypeError, ValueError):
                 pass
-        if self.hangs(nodeid):
-            return self.hang_limit()
         return self.timeout
 
     def hangs(self, nodeid):
@@ -186,19 +183,6 @@ class State:
         if self.mode == "flip" and self.flip_steps > 0:
             return self.flip_steps + max(1000, self.flip_steps // 10)
         return 0
-
-    def hang_limit(self):
-        """The tracer's time limit of a test that hangs (it stops at HANG_STEPS steps first
-        unless its steps are slow): the time the slowest passing test of the plain run would
-        take traced (PLAIN_FACTOR x its plain duration), at least HANG_FLOOR_S and at most the
-        flat limit.  Tracing it for the whole flat limit would record nothing the loop did not
-        already show, and cost it again in each flip re-run (QuixBugs `bitcount`: 9 hanging
-        tests, traced 5 s each, and 20 experiments of 5 s each)."""
-        slowest = 0.0
-        for r in (self.plain or {}).values():
-            if isinstance(r, dict) and r.get("outcome") == "pass":
-                slowest = max(slowest, _number(r.get("duration_s")))
-        return min(self.timeout, max(HANG_FLOOR_S, self.plain_factor * slowest))
 
     # ------------------------------------------------------------ status
     def write_status(self, **kw):
@@ -1878,7 +1862,8 @@ def write_dump(st):
         limits = sorted({t.get("timeout_s", st.timeout) for t in hung})
         shown = f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
         warnings.append(f"{len(hung)} test(s) hang: the plain run stopped them at its limit, so they were traced "
-                        f"for {HANG_STEPS} steps or {shown} only (their flip re-runs for as many steps): " + _ids(hung, 5))
+                        f"for {HANG_STEPS} steps only (at most {shown}; their flip re-runs for as many steps): "
+                        + _ids(hung, 5))
     if timeouts:
         limits = sorted({t.get("timeout_s", st.timeout) for t in timeouts})
         shown = f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
