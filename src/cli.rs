@@ -252,6 +252,14 @@ impl ModelArgs {
     }
 }
 
+/// A flag's number of seconds: finite and positive (a `Duration` cannot hold anything else).
+pub fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 => Ok(t),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct TraceArgs {
     /// The code under analysis (its statements are the suspects); tests outside it are test code.
@@ -260,7 +268,7 @@ pub struct TraceArgs {
     /// Per-test timeout in seconds (default 10): a test running longer fails as a timeout.
     /// Given, it is also the plain pre-run's limit (a test that does not end within it hangs);
     /// the default allows twice as long there.
-    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
+    #[arg(long, value_parser = positive_seconds, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
     pub test_timeout: Option<f64>,
     /// How many passing tests get a full trace in the dump (the others keep only their
     /// coverage); compare --passing, how many of the traced ones a model uses.
@@ -323,11 +331,6 @@ impl TraceArgs {
             crate::frontend::python::PythonTraceOptions::new(src, out, self.command.clone());
         o.cwd = cwd;
         if let Some(t) = self.test_timeout {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(Error::Other(format!(
-                    "--test-timeout {t}: give a positive number of seconds"
-                )));
-            }
             o.test_timeout = std::time::Duration::from_secs_f64(t);
             o.test_timeout_given = true;
         }
@@ -394,8 +397,9 @@ pub struct LocalizeArgs {
     /// Parallel experiments (default: number of CPUs).
     #[arg(long, help_heading = "Counterfactual experiments")]
     pub jobs: Option<usize>,
-    /// Timeout of one experiment in seconds (default: from the dump's [rerun], at least 5x the test's time).
-    #[arg(long, help_heading = "Counterfactual experiments")]
+    /// Timeout of one experiment in seconds (default: 3x its test's control run, at least 2 s,
+    /// and at least 10 s for a run in a new process).
+    #[arg(long, value_parser = positive_seconds, help_heading = "Counterfactual experiments")]
     pub cfx_timeout: Option<f64>,
     /// How experiments run: warm (one test session started once, each run a forked child; the
     /// dump's [rerun] serve command), cold (a process per run), auto (warm, cold when the dump

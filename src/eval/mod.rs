@@ -65,8 +65,9 @@ pub struct EvalArgs {
     /// Do not run counterfactual experiments (PROSECUTOR then equals its "w/o Cfx" ablation).
     #[arg(long)]
     pub no_cfx: bool,
-    /// Timeout of one counterfactual experiment in seconds (default: from each dump's [rerun]).
-    #[arg(long)]
+    /// Timeout of one counterfactual experiment in seconds (default: as `localize
+    /// --cfx-timeout`, from each test's control run).
+    #[arg(long, value_parser = crate::cli::positive_seconds)]
     pub cfx_timeout: Option<f64>,
     /// What a successful experiment's cfx vertex depends on, in every PROSECUTOR variant (see
     /// `localize --help`).
@@ -79,7 +80,7 @@ pub struct EvalArgs {
     /// Per-test time limit when tracing, in seconds (default 10; a case's `timeout` overrides
     /// it). Given (here or as a case's `timeout`), it is also the plain pre-run's limit, as in
     /// `localize --test-timeout`.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::positive_seconds)]
     pub test_timeout: Option<f64>,
     /// Step budget of every PROSECUTOR variant's model (after its compression setting), as
     /// `localize --max-steps`: traces that do not fit are left out with a warning, and a variant
@@ -128,19 +129,7 @@ pub fn run_baseline(a: &BaselineArgs, out: &mut dyn Write) -> Result<i32, Error>
 
 pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
     let m = EvalManifest::read(&a.manifest).map_err(Error::Other)?;
-    if let Some(t) = a.cfx_timeout {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(Error::Other(format!(
-                "--cfx-timeout must be a positive number of seconds, found {t}"
-            )));
-        }
-    }
     let test_timeout = a.test_timeout.unwrap_or(10.0);
-    if !(test_timeout.is_finite() && test_timeout > 0.0) {
-        return Err(Error::Other(format!(
-            "--test-timeout must be a positive number of seconds, found {test_timeout}"
-        )));
-    }
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))

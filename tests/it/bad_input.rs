@@ -211,3 +211,27 @@ proptest! {
         }
     }
 }
+
+/// A time limit that is not a positive number of seconds is a usage error (exit 2, naming the
+/// value), not a panic in `Duration::from_secs_f64`.
+#[test]
+fn time_limits_must_be_positive_seconds() {
+    let d = root().join("fixtures/dumps/leftpad_fig1");
+    let d = d.to_str().unwrap();
+    for args in [
+        vec!["localize", d, "--cfx-timeout=-1"],
+        vec!["localize", d, "--test-timeout", "0"],
+        vec!["localize", d, "--cfx-timeout", "inf"],
+        vec!["eval", "fixtures/cases.toml", "--test-timeout=-3"],
+        vec!["eval", "fixtures/cases.toml", "--cfx-timeout", "nan"],
+    ] {
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("is not a positive number of seconds"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
