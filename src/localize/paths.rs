@@ -20,6 +20,7 @@ use super::ranking::Ranked;
 use super::Model;
 use crate::dump::Dump;
 use crate::forward::Vertex;
+use crate::infer::Dag;
 
 /// Paths longer than this many vertices are shown with their middle left out.
 pub const MAX_SHOWN: usize = 30;
@@ -72,26 +73,17 @@ struct Best {
     next: Vec<Option<(u32, u16)>>,
 }
 
-fn best_continuations(model: &Model, belief: &[f64]) -> Best {
+/// `None` when the EPG has a cycle (inference refuses such a model before paths are asked for).
+fn best_continuations(model: &Model, belief: &[f64]) -> Option<Best> {
     let n = model.premises.vertices.len();
     let mut out: Vec<Vec<(u32, u16)>> = vec![Vec::new(); n];
-    let mut indeg = vec![0u32; n];
     for e in &model.epg.edges {
         out[e.src as usize].push((e.dst, e.rule));
-        indeg[e.dst as usize] += 1;
     }
-    // Kahn's order, then visited backwards: every successor is final before its predecessors
-    let mut order: Vec<u32> = (0..n as u32).filter(|&v| indeg[v as usize] == 0).collect();
-    let mut i = 0;
-    while i < order.len() {
-        for &(w, _) in &out[order[i] as usize] {
-            indeg[w as usize] -= 1;
-            if indeg[w as usize] == 0 {
-                order.push(w);
-            }
-        }
-        i += 1;
-    }
+    // the topological order inference uses, visited backwards: every successor is final
+    // before its predecessors
+    let dag = Dag::from_edges(n, &model.pairs).ok()?;
+    let order = dag.topological_order();
     let mut best = Best {
         score: vec![f64::NEG_INFINITY; n],
         next: vec![None; n],
@@ -114,7 +106,7 @@ fn best_continuations(model: &Model, belief: &[f64]) -> Best {
             }
         }
     }
-    best
+    Some(best)
 }
 
 /// The paths of the first `top` entries of `ranking` in `model` (entries without a path to the
@@ -126,7 +118,9 @@ pub fn paths(
     ranking: &[Ranked],
     top: usize,
 ) -> Vec<LinePath> {
-    let best = best_continuations(model, belief);
+    let Some(best) = best_continuations(model, belief) else {
+        return Vec::new();
+    };
     ranking
         .iter()
         .take(top)

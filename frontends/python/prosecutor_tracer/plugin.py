@@ -365,7 +365,7 @@ def _running(st, item, timeout, handler):
     old = None
     if use_alarm:
         old = signal.signal(signal.SIGALRM, handler)
-        # with a step limit, the alarm polls the step count (_alarm)
+        # with a step limit, the alarm polls the step count (_alarm; the plain run's state has none)
         signal.setitimer(signal.ITIMER_REAL, min(timeout, STEP_POLL_S) if getattr(st, "stop_steps", 0) else timeout)
     t0 = time.monotonic()
     if st.first_test_at is None:
@@ -1856,17 +1856,14 @@ def write_dump(st):
                         f"tests whose outcome tracing changes are not detected)")
     warnings += plain_warnings
     timeouts = [t for t in tests if t.get("failure_kind") == "timeout" and t.get("plain_outcome") != "fail"]
-    hung = [t for t in timeouts if ((st.plain or {}).get(t["id"]) or {}).get("outcome") == "timeout"]
+    hung = [t for t in timeouts if st.hangs(t["id"])]
     if hung:
         timeouts = [t for t in timeouts if t not in hung]
-        limits = sorted({t.get("timeout_s", st.timeout) for t in hung})
-        shown = f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
         warnings.append(f"{len(hung)} test(s) hang: the plain run stopped them at its limit, so they were traced "
-                        f"for {HANG_STEPS} steps only (at most {shown}; their flip re-runs for as many steps): "
-                        + _ids(hung, 5))
+                        f"for {HANG_STEPS} steps only (at most {_limits(st, hung)}; their flip re-runs for as many "
+                        f"steps): " + _ids(hung, 5))
     if timeouts:
-        limits = sorted({t.get("timeout_s", st.timeout) for t in timeouts})
-        shown = f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
+        shown = _limits(st, timeouts)
         warnings.append(f"{len(timeouts)} test(s) stopped after {shown} under tracing (tracing is "
                         f"much slower than a plain run; raise the timeout if they do not hang): "
                         + _ids(timeouts, 5))
@@ -1883,6 +1880,12 @@ def write_dump(st):
     _write_manifest(st, entries, warnings)
     return {"tests": len(tests), "failing": nfail, "passing": npass, "traced": tcount,
             "untraced": len(untraced), "collected": st.collected, "warnings": warnings + (st.reg.warnings + st.tracer.errors)[:200]}
+
+
+def _limits(st, tests):
+    """The tracer's time limits of `tests`, for a warning: "5 s" or "5-60 s"."""
+    limits = sorted({t.get("timeout_s", st.timeout) for t in tests})
+    return f"{limits[0]:g} s" if len(limits) == 1 else f"{limits[0]:g}-{limits[-1]:g} s"
 
 
 def _setup_summary(st, setup, prefixed):

@@ -196,18 +196,8 @@ class Method:
         n = self.exact.get((l, el, c, ec))
         if n is not None:
             return n
-        idx = self._line_index
-        if idx is None:
-            idx = self._build_line_index()
-        best = None
-        bkey = None
-        for (l1, c1, l2, c2, nid) in idx.get(l, ()):
-            if (l1, c1) <= (l, c) < (l2, c2):
-                key = (l1, c1, -l2, -c2)
-                if bkey is None or key > bkey:
-                    best, bkey = nid, key
-        return best
-
+        return self._best_region(l, lambda l1, c1, l2, c2: (l1, c1, -l2, -c2) if (l1, c1) <= (l, c) < (l2, c2)
+                                 else None)
 
     def node_at_line(self, line):
         """Python < 3.11 (an instruction has a line, no column): the node of a line.  Of the
@@ -216,15 +206,20 @@ class Method:
         (a continuation line of a multi-line statement)."""
         if line is None:
             return None
+        return self._best_region(line, lambda l1, c1, l2, c2: (1, -c1, l2, c2) if l1 == line
+                                 else (0, l1, c1, -l2, -c2))
+
+    def _best_region(self, line, key):
+        """The node of the region covering `line` (the line index) whose `key(l1, c1, l2, c2)` is
+        largest; a key of None leaves the region out."""
         idx = self._line_index
         if idx is None:
             idx = self._build_line_index()
-        best = None
-        bkey = None
+        best = bkey = None
         for (l1, c1, l2, c2, nid) in idx.get(line, ()):
-            key = (1, -c1, l2, c2) if l1 == line else (0, l1, c1, -l2, -c2)
-            if bkey is None or key > bkey:
-                best, bkey = nid, key
+            k = key(l1, c1, l2, c2)
+            if k is not None and (bkey is None or k > bkey):
+                best, bkey = nid, k
         return best
 
     def code_nodes(self, co, positions=None):
