@@ -51,6 +51,8 @@ _AFTER_YIELD = sys.version_info >= (3, 13)
 # see Tracer.start and Tracer._call.
 _OPCODE_EVENTS_AT_SETTRACE = sys.version_info[:2] == (3, 12)
 _OPCODES_NEED_F_TRACE = sys.version_info >= (3, 13)
+# generators, coroutines, async generators: one frame, many activations
+_RESUMABLE = 0x20 | 0x80 | 0x200
 
 
 def _at_yield(code, i):
@@ -214,6 +216,7 @@ class TestRecord:
         self.extra_roots = False  # a unittest setUp / tearDown was a root frame
         self.timed_out = False
         self.timeout_step = None
+        self.cover_only = False   # traced for coverage only (Tracer.start)
 
 
 class Registry:
@@ -386,8 +389,11 @@ class Tracer:
         self.root_waiting = False
         self._local_code = None       # code object of the local trace functions
         self._local_maker = None      # makes them (see _make_local_maker)
+        self._lite = self._make_lite()
         self.code_cache = {}
         self.posmaps = {}
+        self.cover_need = {}         # code object -> (nodes, CFG edges) its activations can cover
+        self._edges_at = {}          # id(file facts) -> node -> its CFG edges (a, b)
         self.thread = None
         self.errors = []
         self._global = None
@@ -455,19 +461,25 @@ class Tracer:
         self.cur = rec
         rec.segments.append((k, len(rec.steps_node) if rec.record_steps else rec.nsteps, len(rec.frames), m.id))
 
-    def start(self, test_id, root_code, record_steps=True, extra_roots=()):
+    def start(self, test_id, root_code, record_steps=True, extra_roots=(), cover_only=False):
         """Begin recording test `test_id`.  `root_code`: the test function's code object (None:
         the first test-code frame entered is the root); `extra_roots`: code objects of the
         test's unittest ``setUp`` / ``tearDown``, each also a root frame when called with
-        nothing traced (the trace writer puts all root frames under the synthetic root)."""
+        nothing traced (the trace writer puts all root frames under the synthetic root).
+        `cover_only`: the test is traced as past the step cap from its first step: coverage,
+        edge coverage, methods (no steps, frames, bindings or heap rows)."""
         self.cur = TestRecord(test_id, record_steps)
+        self.cur.cover_only = cover_only
+        if cover_only:
+            self._full_cap = self.step_cap
+            self.step_cap = 0
         if self.setup_rec is not None and not self.setup_mode and self.flip is not None:
             # a flip re-run numbers a branch's evaluations as the dump's trace does: the
             # setup segments the trace begins with, then the test
             self.cur.occ = dict(self.setup_rec.occ)
         self.heap = (_heap.HeapRecorder(self.setup_mutated)
                      if _heap is not None and _heap.ENABLED and record_steps
-                     and self.flip is None else None)
+                     and self.flip is None and not cover_only else None)
         self.root_code = root_code
         # code objects that may still begin a root frame (each once): the test function, its
         # setUp and tearDown (None: any test-code frame, once)
@@ -501,6 +513,8 @@ class Tracer:
         hp, self.heap = self.heap, None
         if rec is not None:
             rec.heap = hp.finish(self.errors) if hp is not None else []
+            if rec.cover_only:
+                self.step_cap = self._full_cap
         self.active = False
         for r in self.stack:
             r.pyframe = None
@@ -543,9 +557,58 @@ class Tracer:
             if sf.INLINED_COMPREHENSIONS:
                 _drop_comprehension_heads(co, pm, m)
             self.posmaps[co] = pm
+            self.cover_need[co] = self._cover_need(m, pm)
         return pm
 
+    def _cover_need(self, m, pm):
+        """What an activation of `m` (code with position map `pm`) can add to a test's coverage
+        and edge coverage: the method's nodes and those its instructions map to, and every CFG
+        edge from or to one of them (a step's edge joins two nodes of one activation).  None
+        when it cannot be told."""
+        try:
+            f = m.facts
+            at = self._edges_at.get(id(f))
+            if at is None:
+                at = {}
+                for (a, b, _k) in f.edges:
+                    at.setdefault(a, []).append((a, b))
+                    at.setdefault(b, []).append((a, b))
+                self._edges_at[id(f)] = (f, at)
+            else:
+                at = at[1]
+            nodes = set(m.nodes) | set(pm.values())
+            edges = set()
+            for n in nodes:
+                edges.update(at.get(n, ()))
+            return (frozenset(nodes), frozenset(edges))
+        except Exception:
+            return None
+
     # ------------------------------------------------------------ trace functions
+    def _make_lite(self):
+        """The trace function of a lite activation (past the step cap, see _call): only an
+        exception's origin is recorded (at the last step, as a traced activation past the cap
+        records it)."""
+        tracer = self
+
+        def lite(frame, event, arg):
+            if event == "exception":
+                try:
+                    cur = tracer.cur
+                    if cur is not None and tracer.active:
+                        exc = arg[1]
+                        k = id(exc)
+                        sig = exc_signature(exc, arg[2])
+                        o = cur.origins.get(k)
+                        if o is None or o[1] != sig:
+                            cur.origins[k] = (cur.nsteps - 1, sig)
+                        exc = None
+                except Exception as e:
+                    tracer.errors.append(f"tracer: {type(e).__name__}: {e}")
+            return lite
+
+        return lite
+
     def _make_global(self):
         cache_get = self.code_cache.get
         call = self._call
@@ -564,7 +627,7 @@ class Tracer:
         function (CPython keeps ``f_trace`` when the call event returns None): remove it."""
         t = frame.f_trace
         lc = self._local_code
-        if t is not None and lc is not None and getattr(t, "__code__", None) is lc:
+        if t is not None and (t is self._lite or lc is not None and getattr(t, "__code__", None) is lc):
             frame.f_trace = None   # (another tool's trace function, e.g. coverage's, stays)
         return None
 
@@ -613,13 +676,32 @@ class Tracer:
                     self.root_waiting = False
                     self.byframe[frame] = rec
                     return frame.f_trace
-            if caller is not None and frame.f_back is not caller.pyframe and self._in_report(frame, caller.pyframe):
+            fb = frame.f_back
+            if (caller is not None and fb is not caller.pyframe and (fb is None or fb.f_trace is not self._lite)
+                    and self._in_report(frame, caller.pyframe)):
+                # (a lite frame's callee: its caller was checked when it began)
                 return self._untraced(frame)
+            capped = cur.nsteps >= self.step_cap and not self.setup_mode
+            if capped and self.flip is None and cur.record_steps:
+                # past the step cap only coverage, edge coverage, methods and exception
+                # origins are still recorded: an activation that can add no node and no edge
+                # to the test's (all its method's are covered) runs lite, without line events
+                # and without a record on the stack
+                need = self.cover_need.get(co)
+                if need is not None and need[0] <= cur.coverage and need[1] <= cur.edges:
+                    cur.truncated = True
+                    cur.methods.add(m.id)
+                    frame.f_trace_lines = False
+                    if m.multi_lines:
+                        frame.f_trace_opcodes = False
+                    return self._lite
             call_step = None
             if caller is not None:
                 call_step = caller.last_step if caller.last_step is not None else (cur.nsteps - 1 if cur.nsteps else None)
             rec = FrameRec(m, frame, call_step, self.posmap_of(co, m))
-            if caller is not None and frame.f_back is caller.pyframe and m.params is not None:
+            if capped:
+                pass    # (no step of this activation will have a frame: its bindings are not used)
+            elif caller is not None and fb is caller.pyframe and m.params is not None:
                 try:
                     rec.binds = self._binds(caller, frame, m)
                 except Exception as e:
@@ -629,6 +711,9 @@ class Tracer:
             if caller is None:
                 self.root_rec = rec
             cur.methods.add(m.id)
+            if co.co_flags & _RESUMABLE:
+                # (a generator's frame outlives its activations: an earlier one may have been lite)
+                frame.f_trace_lines = True
             if m.multi_lines:
                 frame.f_trace_opcodes = True
             # (the maker is called here directly: the trace functions run at the recursion
@@ -747,6 +832,25 @@ class Tracer:
                                         tracer.heap.step(rec, idx, nid, frame)
                                     except Exception:   # RecursionError at the limit: no rows
                                         pass
+                            elif cur is not None and st and st[-1] is rec and cur.nsteps >= tracer.step_cap:
+                                # past the step cap: what `step` does there (coverage, edges,
+                                # occurrences; no step), without its call
+                                prev = rec.node
+                                cur.coverage.add(nid)
+                                if prev is not None:
+                                    cur.edges.add((prev, nid))
+                                if nid in branch_ids:
+                                    occ = cur.occ
+                                    occ[nid] = occ.get(nid, 0) + 1
+                                    rec.pending = True
+                                else:
+                                    rec.pending = False
+                                rec.prev = prev
+                                rec.node = nid
+                                rec.exc = -1
+                                rec.chained = False
+                                cur.truncated = True
+                                rec.last_step = None
                             else:
                                 slow_step(rec, nid)
                         rec.off = off

@@ -2,7 +2,7 @@
 package, for the differential checks of dumpdiff.py (docs/frontend-python.md "Supported
 Pythons"; docs/performance.md "Differential check"):
 
-    python3 fixturedumps.py --python PY --pkg DIR --out OUT [--setup 0|1] [NAME ...]
+    python3 fixturedumps.py --python PY --pkg DIR --out OUT [--setup 0|1] [--step-cap N] [NAME ...]
 
 PY runs `PY -m pytest -q TESTS` in a copy of each project at a fixed place
 (`/tmp/prosecutor-fixturedumps/NAME`, so that two runs write the same paths) with the plugin of
@@ -12,7 +12,8 @@ can be turned off. The dump of NAME goes to OUT/NAME. Then
 
     python3 dumpdiff.py OUT_A/NAME OUT_B/NAME --mask DIR_A --mask DIR_B --mask PY_A --mask PY_B
 
-compares two runs.
+compares two runs. `--step-cap N` traces every project with that step cap (a small one
+checks what the tracer records past the cap: coverage, edges, failure points).
 """
 
 import argparse
@@ -40,7 +41,7 @@ def fixtures():
                   if os.path.isdir(os.path.join(FIXTURES, d)) and not d.startswith("."))
 
 
-def trace(python, pkg, out, name, setup):
+def trace(python, pkg, out, name, setup, step_cap=None):
     work = os.path.join(WORK, name)
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(os.path.join(FIXTURES, name), work,
@@ -67,6 +68,8 @@ def trace(python, pkg, out, name, setup):
         "PROSECUTOR_COMMAND": json.dumps(cmd),
     })
     env.update(extra)
+    if step_cap is not None:
+        env["PROSECUTOR_STEP_CAP"] = str(step_cap)
     pre = ["setarch", os.uname().machine, "-R"] if shutil.which("setarch") else []
     p = subprocess.run(pre + cmd, cwd=work, env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
@@ -84,11 +87,12 @@ def main():
     ap.add_argument("--pkg", default=os.path.normpath(os.path.join(HERE, "..")))
     ap.add_argument("--out", required=True)
     ap.add_argument("--setup", default="0")
+    ap.add_argument("--step-cap", type=int, default=None)
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     bad = 0
     for name in a.names or fixtures():
-        ok, p = trace(a.python, a.pkg, a.out, name, a.setup)
+        ok, p = trace(a.python, a.pkg, a.out, name, a.setup, a.step_cap)
         print(f"{name}: {'ok' if ok else 'FAILED'}", flush=True)
         if not ok:
             bad += 1
