@@ -34,7 +34,7 @@ try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
     _heap = None
-from .tracer import Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
+from .tracer import REPORT_FUNCTIONS, REPORT_MODULES, Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
 
 _state = None
 
@@ -50,6 +50,8 @@ STEP_POLL_S = 0.02
 # How soon a time limit that struck inside the harness or the tracer strikes again (_alarm).
 HARNESS_RETRY_S = 0.005
 
+_MISSING = object()
+_PKG_ROOT = os.path.dirname(os.path.realpath(__file__)) + os.sep
 _T_IMPORT = time.monotonic()   # the plugin is imported by `-p`, before conftests and collection
 
 
@@ -110,10 +112,15 @@ class State:
         self.plain_wall = None       # its wall time, s (from the marker)
         self.limit_pending = None    # node id of the running test whose limit awaits its plain result
         self.call_t0 = 0.0
+        self.plain_keys = []         # the plain run's code keys (see _code_run)
+        # node ids of the tests traced in full; the others are traced for coverage only
+        # (None: every test in full; see _preselect)
+        self.full = _MISSING
         if self.plain_pending:
             self.plain, self.plain_error = {}, None
         else:
-            self.plain, self.plain_error = _load_plain(os.environ.get("PROSECUTOR_PLAIN")) if mode == "trace" else (None, None)
+            self.plain, self.plain_error = (_load_plain(os.environ.get("PROSECUTOR_PLAIN"), self.plain_keys)
+                                            if mode == "trace" else (None, None))
         if mode == "trace" and self.plain is None and not self.plain_error:
             self.plain_error = os.environ.get("PROSECUTOR_PLAIN_ERROR") or None
         self.plain_factor = _env_float("PROSECUTOR_PLAIN_FACTOR", PLAIN_FACTOR)
@@ -269,9 +276,10 @@ def _plain_finish(st):
             t["timeout_s"] = st.timeout_for(t["id"])
 
 
-def _load_plain(path):
+def _load_plain(path, keys=None):
     """(node id -> plain result, None), or (None, why not) when PROSECUTOR_PLAIN names no
-    readable plain-run file, or (None, None) without one."""
+    readable plain-run file, or (None, None) without one. `keys` (a list) gets the file's
+    "code_keys" (see _code_run)."""
     if not path:
         return None, None
     try:
@@ -280,6 +288,8 @@ def _load_plain(path):
         tests = data["tests"]
         if not isinstance(tests, dict):
             raise ValueError("no tests")
+        if keys is not None and isinstance(data.get("code_keys"), list):
+            keys.extend(str(k) for k in data["code_keys"])
         return {str(k): v for k, v in tests.items() if isinstance(v, dict)}, None
     except (OSError, ValueError, KeyError, TypeError) as e:
         return None, f"cannot read the plain run's results {path}: {e}"
@@ -316,6 +326,24 @@ class PlainState:
                 self.stream = open(path, "a", encoding="utf-8")
             except OSError:
                 self.stream = None
+        # which code of the project each test runs, by a profiler written in C (no Python call
+        # of ours runs inside the test): the traced run chooses from it the passing tests it
+        # traces in full (_preselect). Not for the plain run alongside, whose results come too
+        # late for that.
+        self.profiler = None
+        if not path and os.environ.get("PROSECUTOR_PRESELECT", "1").strip() != "0":
+            try:
+                import cProfile
+                self.profiler = cProfile.Profile(builtins=False)
+            except Exception:
+                self.profiler = None
+        roots = {os.path.realpath(os.getcwd()), os.path.realpath(os.environ.get("PROSECUTOR_SRC") or os.getcwd())}
+        self.code_roots = tuple(r.rstrip(os.sep) + os.sep for r in roots)
+        self.code_index = {}         # code key -> its index in the output's "code_keys"
+        self.code_of = {}            # code object -> its index, or None (not the project's)
+        self.path_ok = {}            # file name -> real path under a root, or None
+        self.report_roots = None     # see _report_code
+        self.current_code = None
 
     def streamed(self, nodeid):
         """Test `nodeid` is done: its result to the stream (one line, flushed)."""
@@ -332,7 +360,7 @@ class PlainState:
         if not self.out:
             return
         now = time.monotonic()
-        data = {"version": 1, "tests": self.tests, "timeout_s": self.timeout,
+        data = {"version": 1, "tests": self.tests, "timeout_s": self.timeout, "code_keys": list(self.code_index),
                 "startup_s": round((self.first_test_at or now) - _T_IMPORT, 6),
                 "wall_s": round(now - _T_IMPORT, 6)}
         tmp = self.out + ".tmp"
@@ -382,11 +410,106 @@ def _running(st, item, timeout, handler):
 
 def _plain_call(st, item):
     st.timed_out = False
+    prof = st.profiler
+    st.current_code = None
     with _running(st, item, st.timeout, _plain_alarm) as t0:
         try:
+            if prof is not None:
+                prof.enable()
             yield
         finally:
+            if prof is not None:
+                prof.disable()
             st.current = time.monotonic() - t0
+    if prof is not None:
+        st.current_code = _code_run(st, prof)
+
+
+def _report_code(st, entries):
+    """The code objects among the profile's `entries` that only render an assertion's failure
+    report, as the tracer leaves them out (tracer.REPORT_MODULES, REPORT_FUNCTIONS): the
+    report functions themselves and every function whose callers in this profile all are
+    report code (a `__repr__` called by pytest's saferepr). The call graph of a profile has
+    no stacks: a function called both by a report and by other code is kept."""
+    roots = st.report_roots
+    if roots is None:
+        dirs, funcs = [], set()
+        for m in REPORT_MODULES:
+            mod = sys.modules.get(m)
+            for d in getattr(mod, "__path__", None) or ():
+                dirs.append(os.path.realpath(d) + os.sep)
+        for m, names in REPORT_FUNCTIONS.items():
+            f = getattr(sys.modules.get(m), "__file__", None)
+            if f:
+                funcs.update((os.path.realpath(f), n) for n in names)
+        roots = st.report_roots = (tuple(dirs), funcs, {})
+    dirs, funcs, known = roots
+
+    def is_root(co):
+        r = known.get(co)
+        if r is None:
+            rp = os.path.realpath(co.co_filename)
+            r = known[co] = rp.startswith(dirs) or (rp, co.co_name) in funcs
+        return r
+
+    report = set()
+    callers = {}
+    for e in entries:
+        co = e.code
+        if isinstance(co, str):
+            continue
+        if is_root(co):
+            report.add(co)
+        for sub in e.calls or ():
+            if not isinstance(sub.code, str):
+                callers.setdefault(sub.code, set()).add(co)
+    changed = bool(report)
+    while changed:
+        changed = False
+        for co, by in callers.items():
+            if co not in report and by <= report:
+                report.add(co)
+                changed = True
+    return report
+
+
+def _code_run(st, prof):
+    """The project's functions the test ran, from the profiler: [[code key index, calls], ...].
+    A code key is "REALPATH:FIRSTLINE:QUALNAME:NAME" of a code object in a file under the
+    working directory or SRC (not in site-packages, not this package)."""
+    out = {}
+    try:
+        entries = prof.getstats()
+        report = _report_code(st, entries)
+        for e in entries:
+            co = e.code
+            if isinstance(co, str) or co in report:
+                continue
+            i = st.code_of.get(co, _MISSING)
+            if i is _MISSING:
+                i = None
+                fn = co.co_filename
+                rp = st.path_ok.get(fn, _MISSING)
+                if rp is _MISSING:
+                    rp = None
+                    if fn and not fn.startswith("<"):
+                        real = os.path.realpath(fn)
+                        if (real.startswith(st.code_roots) and "site-packages" not in real
+                                and not real.startswith(_PKG_ROOT)):
+                            rp = real
+                    st.path_ok[fn] = rp
+                if rp is not None:
+                    # (the qualified name is "" where the code object has none, Python < 3.11)
+                    key = f"{rp}:{co.co_firstlineno}:{getattr(co, 'co_qualname', '')}:{co.co_name}"
+                    i = st.code_index.setdefault(key, len(st.code_index))
+                st.code_of[co] = i
+            if i is not None:
+                out[i] = out.get(i, 0) + e.callcount
+    except Exception:
+        return None
+    finally:
+        prof.clear()
+    return sorted([i, n] for i, n in out.items())
 
 
 def _plain_report(st, item, call, rep):
@@ -408,6 +531,7 @@ def _plain_report(st, item, call, rep):
         return
     sub = st.subtest_failure.pop(nid, None)
     dur, st.current = st.current or 0.0, None
+    code, st.current_code = st.current_code, None
     if hasattr(rep, "wasxfail") or rep.skipped:
         r = {"outcome": "skip", "duration_s": dur}
     elif rep.failed:
@@ -421,6 +545,8 @@ def _plain_report(st, item, call, rep):
         r = {"outcome": "fail", "duration_s": dur, "failure_kind": sub}
     else:
         r = {"outcome": "pass", "duration_s": dur}
+    if code is not None:
+        r["code"] = code
     st.tests.setdefault(nid, r)
 
 
@@ -900,6 +1026,9 @@ def pytest_runtest_call(item):
         yield from _plain_call(st, item)
         return
     _stop_setup(st)
+    if st.full is _MISSING:
+        st.full = _preselect(st) if st.mode == "trace" else None
+    cover_only = st.full is not None and item.nodeid in st.plain and item.nodeid not in st.full
     st.cur_timeout = st.timeout_for(item.nodeid) if st.mode == "trace" else st.timeout
     st.stop_steps = st.step_limit_for(item.nodeid)
     # (the plain run alongside has no result for it yet: the base limit, extended by _alarm)
@@ -908,7 +1037,7 @@ def pytest_runtest_call(item):
     t0 = st.call_t0 = time.monotonic()
     try:
         with _running(st, item, st.cur_timeout, _alarm):
-            st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item))
+            st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item), cover_only=cover_only)
             yield
     finally:
         # after the alarm is disarmed: stopping the tracer of a long (timed-out) test can take
@@ -1027,7 +1156,9 @@ def pytest_runtest_makereport(item, call):
             t["flip_evals"] = rec.occ.get(st.tracer.flip[0], 0)
         st.tracer.infer_branches(rec, t.get("failure_step"))
         rec.origins = {}
-        t["truncated"] = rec.truncated
+        if rec.cover_only:
+            t["coverage_only"] = True
+        t["truncated"] = rec.truncated and not rec.cover_only
         t["steps"] = min(rec.nsteps, st.step_cap)
         # root frames besides the test function's: a unittest setUp / tearDown run around it
         # (the trace gets the synthetic root, see write_dump)
@@ -1403,6 +1534,71 @@ class _Facts:
 
     def close(self):
         self.fh.close()
+
+
+def _preselect(st):
+    """The tests to trace in full, chosen before they run from the plain pre-run's results
+    (None: trace every test in full). The other tests are traced for coverage, edge coverage
+    and methods only (the tracer past its step cap: no steps, bindings or heap rows): they are
+    tests whose trace the dump would not keep (_select). Traced in full: every test the plain
+    run saw fail or time out or has no profile of, and twice PROSECUTOR_MAX_PASSING passing
+    tests that share the most methods with them, fewest calls first (the plain run's profile,
+    _method_of_key); _select then keeps PROSECUTOR_MAX_PASSING of these by their traced
+    methods and steps, as it would have among all. Not with PROSECUTOR_TRACE_ALL,
+    PROSECUTOR_PRESELECT=0, import-time recording (its segments are chosen per test from
+    every test's heap rows), or without a plain run before this one."""
+    if (st.trace_all or not st.plain or st.plain_pending or st.setup is not None or not st.plain_keys
+            or os.environ.get("PROSECUTOR_PRESELECT", "1").strip() == "0"):
+        return None
+    method = {}
+
+    def methods(code):
+        out = {}
+        for i, n in code:
+            m = method.get(i, _MISSING)
+            if m is _MISSING:
+                m = method[i] = _method_of_key(st, st.plain_keys[i]) if 0 <= i < len(st.plain_keys) else None
+            if m is not None:
+                out[m] = out.get(m, 0) + n
+        return out
+
+    full = set()
+    fail_methods = set()
+    for nid, r in st.plain.items():
+        if r.get("outcome") in ("fail", "timeout"):
+            full.add(nid)
+            fail_methods.update(methods(r.get("code") or ()))
+    scored = []
+    for order, (nid, r) in enumerate(st.plain.items()):
+        if r.get("outcome") != "pass":
+            continue
+        code = r.get("code")
+        if not isinstance(code, list):
+            full.add(nid)
+            continue
+        ms = methods(code)
+        common = len(fail_methods.intersection(ms))
+        if common:
+            scored.append((-common, sum(ms.values()), order, nid))
+    scored.sort()
+    full.update(x[3] for x in scored[:2 * max(st.max_passing, 0)])
+    return full
+
+
+def _method_of_key(st, key):
+    """The method a plain-run code key (see _code_run) stands for: its method id where the
+    file's static facts are known already (the same id the traced run's `methods` hold), the
+    key itself in another file the tracer traces, None elsewhere or for code that is no method
+    (a lambda, a comprehension)."""
+    try:
+        path, line, qual, name = key.rsplit(":", 3)
+        f = st.reg.files.get(path, _MISSING)
+        if f is _MISSING:
+            return key if st.reg.role_of(path) is not None and name not in sf.OPAQUE_CODE_NAMES else None
+        m = f.method_for(name, qual or None, int(line)) if f is not None else None
+        return m.id if m is not None else None
+    except (ValueError, AttributeError):
+        return None
 
 
 def _select(st):
@@ -2044,6 +2240,8 @@ def _write_manifest(st, entries, warnings):
     ] + getattr(st, "setup_summary", []) + _plain_notes(st) + [
         "truncated_traces = [" + ", ".join(_q(t["id"]) for (t, tid) in entries if t.get("truncated")) + "]",
         "untraced_tests = [" + ", ".join(_q(x) for x in _untraced([t for (t, _) in entries])) + "]",
+        # tests traced for coverage only, chosen before they ran (_preselect)
+        f"coverage_only_tests = {sum(1 for (t, _) in entries if t.get('coverage_only'))}",
         "warnings = [" + ", ".join(_q(x) for x in warnings + (st.reg.warnings + st.tracer.errors)[:50]) + "]",
         "",
     ]
@@ -2065,6 +2263,8 @@ def _write_manifest(st, entries, warnings):
             lines.append(f"setup_steps = {t['setup_steps']}")
         if t.get("plain_outcome"):
             lines.append(f"plain_outcome = {_q(t['plain_outcome'])}")
+        if t.get("coverage_only"):
+            lines.append("coverage_only = true")
         if t.get("truncated"):
             lines.append(f"# note: trace truncated at the step cap ({st.step_cap} steps); coverage is complete")
         lines.append("")

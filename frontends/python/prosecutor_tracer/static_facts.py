@@ -454,24 +454,28 @@ class FileFacts:
 
     # ---------------------------------------------------------------- lookup
     def method_for_code(self, co):
-        if co.co_name in OPAQUE_CODE_NAMES:
+        return self.method_for(co.co_name, getattr(co, "co_qualname", None), co.co_firstlineno)
+
+    def method_for(self, name, qual, firstlineno):
+        """The method of a code object with this name, qualified name (None before Python
+        3.11) and first line."""
+        if name in OPAQUE_CODE_NAMES:
             return None
-        qual = getattr(co, "co_qualname", None)
         if qual is None:
             # Python < 3.11: no co_qualname; the name and first line (of the first decorator)
             # tell a method apart as well
-            m = self.by_name_line.get((co.co_name, co.co_firstlineno))
+            m = self.by_name_line.get((name, firstlineno))
             if m is not None:
                 return m
-            qual = co.co_name
-        m = self.by_key.get((qual, co.co_firstlineno))
+            qual = name
+        m = self.by_key.get((qual, firstlineno))
         if m is not None:
             return m
         ms = self.by_qualname.get(qual)
         if ms:
             if len(ms) == 1:
                 return ms[0]
-            best = min(ms, key=lambda m: abs(m.firstlineno - co.co_firstlineno))
+            best = min(ms, key=lambda m: abs(m.firstlineno - firstlineno))
             return best
         return None
 

@@ -1,0 +1,209 @@
+"""Coverage-only tracing (issue 13 §3): past the step cap, and for the passing tests the traced
+run chooses before they run not to keep (docs/frontend-python.md "Coverage-only tracing"), the
+tracer records coverage, edge coverage and methods only. These must be what full tracing
+records, and the choice must keep the traces the dump would keep."""
+
+import json
+
+from test_defects import CONFTEST, trace, write
+from test_plain_run import plain_run, traced_after_plain
+
+LIB = """
+    def step(x, acc):
+        if x % 2:
+            acc = acc + x
+        return acc
+
+
+    def walk(xs):
+        acc = 0
+        for x in xs:
+            acc = step(x, acc)
+        return acc
+
+
+    def parse(x):
+        if x < 0:
+            raise ValueError("negative: " + str(x))
+        return x
+
+
+    def parse_all(xs):
+        out = []
+        for x in xs:
+            try:
+                out.append(parse(x))
+            except ValueError:
+                out.append(0)
+        return out
+
+
+    def total(xs):
+        s = 0
+        for x in xs:
+            if x > 0 and x < 100:
+                s += x
+        return s + 1          # the fault
+
+
+    def unrelated(n):
+        out = []
+        for i in range(n):
+            out.append(i * i)
+        return out
+    """
+
+TESTS = """
+    from lib import parse, parse_all, total, unrelated, walk
+
+
+    def test_fails():
+        assert total([1, 2]) == 3
+
+
+    def test_parse_late_failure():
+        # far past a small step cap, `parse` (every node and edge covered by then) raises
+        assert sum(parse_all([1, -1] * 40)) == 40
+        parse(-7)
+
+
+    def test_total_long():
+        for _ in range(3):
+            assert total(list(range(60))) > 0
+
+
+    def test_total_short():
+        assert total([]) == 1
+
+
+    def test_total_mid():
+        assert total([5, 6, 7]) > 0
+        assert total([1]) > 0
+
+
+    def test_walk_deep():
+        # `step` is fully covered after two calls: the other 300 run without line events
+        assert walk(range(1, 300)) > 0
+
+
+    def test_unrelated():
+        assert len(unrelated(30)) == 30
+    """
+
+
+BOX = """
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        def __eq__(self, other):
+            return self.v == other.v
+
+        def __repr__(self):
+            return "Box(%r)" % (self.v,)
+    """
+
+BOX_TESTS = """
+    from box import Box
+
+
+    def test_boxes():
+        assert Box(1) == Box(2)     # pytest's report calls Box.__repr__ twice
+
+
+    def test_shown():
+        assert repr(Box(3)) == "Box(3)"
+    """
+
+
+def project(tmp_path):
+    write(tmp_path, {"src/lib.py": LIB, "tests/conftest.py": CONFTEST, "tests/test_lib.py": TESTS})
+    return tmp_path
+
+
+def edges(d):
+    return sorted(tuple(r) for r in d.rows("edge_coverage.facts"))
+
+
+def coverage(d):
+    return sorted(tuple(r) for r in d.rows("coverage.facts"))
+
+
+def test_past_the_step_cap_coverage_and_edges_are_complete(tmp_path):
+    root = project(tmp_path / "a")
+    full = trace(root)
+    capped = trace(project(tmp_path / "b"), extra={"PROSECUTOR_STEP_CAP": "25"})
+    capped.check()
+    assert full.status["ok"] and capped.status["ok"]
+    # same tests, same outcomes; every test's trace cut at 25 steps
+    assert {k: t["outcome"] for k, t in full.tests().items()} == {
+        k: t["outcome"] for k, t in capped.tests().items()}
+    truncated = capped.manifest["notes"]["truncated_traces"]
+    assert any(x.endswith("::test_walk_deep") for x in truncated)
+    for t in capped.manifest["test"]:
+        if "trace" in t:
+            assert len(capped.steps(t["trace"])) <= 25
+    # what was recorded past the cap: the whole coverage and edge coverage of every test
+    # (the fixture's tmp paths differ: compare node ids, which are relative)
+    assert coverage(capped) == coverage(full)
+    assert edges(capped) == edges(full)
+    late = capped.test("test_parse_late_failure")
+    assert late["outcome"] == "fail" and "negative: -7" in late["failure"]
+    print(late)
+
+
+def test_the_plain_run_profiles_the_project_code_each_test_runs(tmp_path):
+    root = project(tmp_path)
+    _, data = plain_run(root)
+    keys = data["code_keys"]
+    names = {k: k.rsplit(":", 1)[1] for k in keys}
+    assert all(k.startswith(str(root)) for k in keys), keys   # no pytest, no site-packages
+
+    def ran(test):
+        r = next(v for k, v in data["tests"].items() if k.endswith("::" + test))
+        return {names[keys[i]]: n for i, n in r["code"]}
+
+    assert ran("test_fails") == {"test_fails": 1, "total": 1}
+    assert ran("test_parse_late_failure") == {"test_parse_late_failure": 1, "parse_all": 1, "parse": 81}
+    assert ran("test_walk_deep") == {"test_walk_deep": 1, "walk": 1, "step": 299}
+    assert ran("test_total_long") == {"test_total_long": 1, "total": 3}
+    # code that only renders a failure report is left out, as the tracer leaves it out
+    write(tmp_path / "rep", {"src/box.py": BOX, "tests/conftest.py": CONFTEST, "tests/test_box.py": BOX_TESTS})
+    _, rep = plain_run(tmp_path / "rep")
+    names = [k.rsplit(":", 2)[1] for k in rep["code_keys"]]
+    ran_box = {names[i]: n for i, n in next(v for k, v in rep["tests"].items() if k.endswith("::test_boxes"))["code"]}
+    assert ran_box == {"test_boxes": 1, "Box.__init__": 2, "Box.__eq__": 1}
+    ran_shown = {names[i]: n for i, n in next(v for k, v in rep["tests"].items() if k.endswith("::test_shown"))["code"]}
+    assert ran_shown == {"test_shown": 1, "Box.__init__": 1, "Box.__repr__": 1}
+    # PROSECUTOR_PRESELECT=0: no profile
+    _, data0 = plain_run(project(tmp_path / "off"), extra={"PROSECUTOR_PRESELECT": "0"})
+    assert data0["code_keys"] == [] and all("code" not in r for r in data0["tests"].values())
+
+
+def test_passing_tests_that_cannot_be_kept_are_traced_for_coverage_only(tmp_path):
+    # one passing trace kept: the traced run traces two passing tests in full, chosen before
+    # they run from the plain run's profile (methods shared with the failing tests, then fewest
+    # calls: total_short and total_mid, not total_long), and keeps the one with fewest steps
+    keep2 = {"PROSECUTOR_MAX_PASSING": "1"}
+    _, chosen = traced_after_plain(project(tmp_path / "a"), "60", extra=keep2)
+    _, every = traced_after_plain(project(tmp_path / "b"), "60", extra=dict(keep2, PROSECUTOR_PRESELECT="0"))
+    chosen.check()
+    assert chosen.status["ok"] and every.status["ok"]
+
+    def traced(d):
+        return sorted(t["id"].split("::")[-1] for t in d.manifest["test"] if "trace" in t)
+
+    # the same traces as when every test is traced in full and the dump keeps one passing one
+    assert traced(chosen) == traced(every) == ["test_fails", "test_parse_late_failure", "test_total_short"]
+    coverage_only = [t["id"].split("::")[-1] for t in chosen.manifest["test"] if t.get("coverage_only")]
+    assert sorted(coverage_only) == ["test_total_long", "test_unrelated", "test_walk_deep"]
+    assert chosen.manifest["notes"]["coverage_only_tests"] == 3
+    assert every.manifest["notes"]["coverage_only_tests"] == 0
+    # the other tests' coverage and edge coverage are those full tracing records
+    assert coverage(chosen) == coverage(every)
+    assert edges(chosen) == edges(every)
+    for name in ("step", "frame", "branch", "bind", "stmt", "cfg"):
+        assert chosen.rows(name + ".facts") == every.rows(name + ".facts"), name
+    # no trace was cut: coverage-only tests are not "truncated"
+    assert chosen.manifest["notes"]["truncated_traces"] == []
+    assert json.dumps(chosen.manifest["notes"]["warnings"]).count("truncated") == 0
