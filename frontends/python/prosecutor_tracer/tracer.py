@@ -390,6 +390,7 @@ class Tracer:
         self._local_code = None       # code object of the local trace functions
         self._local_maker = None      # makes them (see _make_local_maker)
         self._lite = self._make_lite()
+        self._lite_codes = set()      # code objects _call made lite in the current test
         self.code_cache = {}
         self.posmaps = {}
         self.cover_need = {}         # code object -> (nodes, CFG edges) its activations can cover
@@ -470,6 +471,7 @@ class Tracer:
         edge coverage, methods (no steps, frames, bindings or heap rows)."""
         self.cur = TestRecord(test_id, record_steps)
         self.cur.cover_only = cover_only
+        self._lite_codes.clear()
         if cover_only:
             self._full_cap = self.step_cap
             self.step_cap = 0
@@ -510,6 +512,7 @@ class Tracer:
         sys.settrace(getattr(self, "_previous", None))
         self._previous = None
         rec = self.cur
+        self._lite_codes.clear()
         hp, self.heap = self.heap, None
         if rec is not None:
             rec.heap = hp.finish(self.errors) if hp is not None else []
@@ -612,10 +615,21 @@ class Tracer:
     def _make_global(self):
         cache_get = self.code_cache.get
         call = self._call
+        lite = self._lite
+        lite_codes = self._lite_codes
 
         def global_trace(frame, event, arg):
             # the global trace function only receives "call" events
-            if cache_get(frame.f_code, _MISSING) is None:
+            co = frame.f_code
+            if co in lite_codes:
+                # a lite activation's callee whose code _call made lite in this test: lite too
+                # (everything _call checks holds: the caller's checks passed, and the step cap
+                # and the covered nodes and edges only grow)
+                fb = frame.f_back
+                if fb is not None and fb.f_trace is lite:
+                    frame.f_trace_lines = False
+                    return lite
+            if cache_get(co, _MISSING) is None:
                 return None
             return call(frame)
 
@@ -689,6 +703,7 @@ class Tracer:
                 # and without a record on the stack
                 need = self.cover_need.get(co)
                 if need is not None and need[0] <= cur.coverage and need[1] <= cur.edges:
+                    self._lite_codes.add(co)
                     cur.truncated = True
                     cur.methods.add(m.id)
                     frame.f_trace_lines = False
