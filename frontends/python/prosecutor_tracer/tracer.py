@@ -821,8 +821,11 @@ class Tracer:
                                     and st and st[-1] is rec and not rec.chained):
                                 # an operand of the statement whose step has just begun
                                 tracer._relabel(rec, nid)
-                            elif (cur is not None and st and st[-1] is rec and rec.fid is not None
-                                    and cur.nsteps < cap and cur.record_steps):
+                            elif cur is not None and st and st[-1] is rec and (
+                                    (record := rec.fid is not None and cur.nsteps < cap and cur.record_steps)
+                                    or cur.nsteps >= tracer.step_cap):
+                                # what `step` does, without its call: a step, or past the step
+                                # cap only the coverage, edges and occurrences
                                 prev = rec.node
                                 cur.coverage.add(nid)
                                 if prev is not None:
@@ -837,35 +840,20 @@ class Tracer:
                                 rec.node = nid
                                 rec.exc = -1
                                 rec.chained = False
-                                idx = cur.nsteps
-                                cur.nsteps = idx + 1
-                                cur.steps_node.append(nid)
-                                cur.steps_frame.append(rec.fid)
-                                rec.last_step = idx
-                                if tracer.heap is not None:
-                                    try:
-                                        tracer.heap.step(rec, idx, nid, frame)
-                                    except Exception:   # RecursionError at the limit: no rows
-                                        pass
-                            elif cur is not None and st and st[-1] is rec and cur.nsteps >= tracer.step_cap:
-                                # past the step cap: what `step` does there (coverage, edges,
-                                # occurrences; no step), without its call
-                                prev = rec.node
-                                cur.coverage.add(nid)
-                                if prev is not None:
-                                    cur.edges.add((prev, nid))
-                                if nid in branch_ids:
-                                    occ = cur.occ
-                                    occ[nid] = occ.get(nid, 0) + 1
-                                    rec.pending = True
+                                if record:
+                                    idx = cur.nsteps
+                                    cur.nsteps = idx + 1
+                                    cur.steps_node.append(nid)
+                                    cur.steps_frame.append(rec.fid)
+                                    rec.last_step = idx
+                                    if tracer.heap is not None:
+                                        try:
+                                            tracer.heap.step(rec, idx, nid, frame)
+                                        except Exception:   # RecursionError at the limit: no rows
+                                            pass
                                 else:
-                                    rec.pending = False
-                                rec.prev = prev
-                                rec.node = nid
-                                rec.exc = -1
-                                rec.chained = False
-                                cur.truncated = True
-                                rec.last_step = None
+                                    cur.truncated = True
+                                    rec.last_step = None
                             else:
                                 slow_step(rec, nid)
                         rec.off = off
