@@ -329,14 +329,17 @@ class PlainState:
         # which code of the project each test runs, by a profiler written in C (no Python call
         # of ours runs inside the test): the traced run chooses from it the passing tests it
         # traces in full (_preselect). Not for the plain run alongside, whose results come too
-        # late for that.
+        # late for that, nor where the traced run traces every test in full anyway.
         self.profiler = None
-        if not path and os.environ.get("PROSECUTOR_PRESELECT", "1").strip() != "0":
+        if (not path and os.environ.get("PROSECUTOR_PRESELECT", "1").strip() != "0"
+                and os.environ.get("PROSECUTOR_TRACE_ALL", "") in ("", "0")
+                and os.environ.get("PROSECUTOR_SETUP", "0").strip() != "1"):
             try:
                 import cProfile
                 self.profiler = cProfile.Profile(builtins=False)
             except Exception:
                 self.profiler = None
+        self.profile_min = 2 * max(_env_int("PROSECUTOR_MAX_PASSING", 20), 0) + 1
         roots = {os.path.realpath(os.getcwd()), os.path.realpath(os.environ.get("PROSECUTOR_SRC") or os.getcwd())}
         self.code_roots = tuple(r.rstrip(os.sep) + os.sep for r in roots)
         self.code_index = {}         # code key -> its index in the output's "code_keys"
@@ -1057,6 +1060,11 @@ def pytest_runtest_logfinish(nodeid, location):
 
 
 def pytest_collection_finish(session):
+    st = _state
+    if st is not None and st.mode == "plain" and st.profiler is not None and len(session.items) <= st.profile_min:
+        # so few tests that the traced run traces every passing test in full anyway (_preselect
+        # chooses twice PROSECUTOR_MAX_PASSING): no profile
+        st.profiler = None
     if _progress is not None:
         _progress.total = len(session.items)
         _progress.write(force=True)

@@ -154,7 +154,8 @@ def test_past_the_step_cap_coverage_and_edges_are_complete(tmp_path):
 
 def test_the_plain_run_profiles_the_project_code_each_test_runs(tmp_path):
     root = project(tmp_path)
-    _, data = plain_run(root)
+    # (7 tests: a profile is worth it only with more than 2 x PROSECUTOR_MAX_PASSING of them)
+    _, data = plain_run(root, extra={"PROSECUTOR_MAX_PASSING": "1"})
     keys = data["code_keys"]
     names = {k: k.rsplit(":", 1)[1] for k in keys}
     assert all(k.startswith(str(root)) for k in keys), keys   # no pytest, no site-packages
@@ -169,15 +170,17 @@ def test_the_plain_run_profiles_the_project_code_each_test_runs(tmp_path):
     assert ran("test_total_long") == {"test_total_long": 1, "total": 3}
     # code that only renders a failure report is left out, as the tracer leaves it out
     write(tmp_path / "rep", {"src/box.py": BOX, "tests/conftest.py": CONFTEST, "tests/test_box.py": BOX_TESTS})
-    _, rep = plain_run(tmp_path / "rep")
+    _, rep = plain_run(tmp_path / "rep", extra={"PROSECUTOR_MAX_PASSING": "0"})
     names = [k.rsplit(":", 2)[1] for k in rep["code_keys"]]
     ran_box = {names[i]: n for i, n in next(v for k, v in rep["tests"].items() if k.endswith("::test_boxes"))["code"]}
     assert ran_box == {"test_boxes": 1, "Box.__init__": 2, "Box.__eq__": 1}
     ran_shown = {names[i]: n for i, n in next(v for k, v in rep["tests"].items() if k.endswith("::test_shown"))["code"]}
     assert ran_shown == {"test_shown": 1, "Box.__init__": 1, "Box.__repr__": 1}
     # PROSECUTOR_PRESELECT=0: no profile
-    _, data0 = plain_run(project(tmp_path / "off"), extra={"PROSECUTOR_PRESELECT": "0"})
-    assert data0["code_keys"] == [] and all("code" not in r for r in data0["tests"].values())
+    # no profile with PROSECUTOR_PRESELECT=0, nor where every passing test is traced in full
+    for extra in ({"PROSECUTOR_PRESELECT": "0", "PROSECUTOR_MAX_PASSING": "1"}, {"PROSECUTOR_MAX_PASSING": "3"}):
+        _, data0 = plain_run(project(tmp_path / ("off" + extra["PROSECUTOR_MAX_PASSING"])), extra=extra)
+        assert data0["code_keys"] == [] and all("code" not in r for r in data0["tests"].values())
 
 
 def test_passing_tests_that_cannot_be_kept_are_traced_for_coverage_only(tmp_path):
@@ -185,8 +188,9 @@ def test_passing_tests_that_cannot_be_kept_are_traced_for_coverage_only(tmp_path
     # they run from the plain run's profile (methods shared with the failing tests, then fewest
     # calls: total_short and total_mid, not total_long), and keeps the one with fewest steps
     keep2 = {"PROSECUTOR_MAX_PASSING": "1"}
-    _, chosen = traced_after_plain(project(tmp_path / "a"), "60", extra=keep2)
-    _, every = traced_after_plain(project(tmp_path / "b"), "60", extra=dict(keep2, PROSECUTOR_PRESELECT="0"))
+    _, chosen = traced_after_plain(project(tmp_path / "a"), "60", extra=keep2, plain_extra=keep2)
+    off = dict(keep2, PROSECUTOR_PRESELECT="0")
+    _, every = traced_after_plain(project(tmp_path / "b"), "60", extra=off, plain_extra=off)
     chosen.check()
     assert chosen.status["ok"] and every.status["ok"]
 

@@ -29,8 +29,8 @@ def plain_run(root, timeout="10", args=("tests",), extra=None):
         return out, json.load(fh)
 
 
-def traced_after_plain(root, timeout, extra=None):
-    path, data = plain_run(root)
+def traced_after_plain(root, timeout, extra=None, plain_extra=None):
+    path, data = plain_run(root, extra=plain_extra)
     env = {"PROSECUTOR_PLAIN": str(path), "PROSECUTOR_PLAIN_WALL": "1.5", "PROSECUTOR_TEST_TIMEOUT": timeout,
            "PROSECUTOR_TRACE_ALL": "0"}
     env.update(extra or {})
