@@ -28,6 +28,10 @@ const PACKAGE: &[(&str, &str)] = &[
         include_str!("../../frontends/python/prosecutor_tracer/tracer.py"),
     ),
     (
+        "prosecutor_tracer/code_profile.py",
+        include_str!("../../frontends/python/prosecutor_tracer/code_profile.py"),
+    ),
+    (
         "prosecutor_tracer/instrument.py",
         include_str!("../../frontends/python/prosecutor_tracer/instrument.py"),
     ),

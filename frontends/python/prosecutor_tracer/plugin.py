@@ -28,13 +28,14 @@ import pluggy
 import pytest
 
 from . import VERSION
+from . import code_profile
 from . import instrument
 from . import static_facts as sf
 try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
     _heap = None
-from .tracer import REPORT_FUNCTIONS, REPORT_MODULES, Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
+from .tracer import Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
 
 _state = None
 
@@ -326,26 +327,22 @@ class PlainState:
                 self.stream = open(path, "a", encoding="utf-8")
             except OSError:
                 self.stream = None
-        # which code of the project each test runs, by a profiler written in C (no Python call
-        # of ours runs inside the test): the traced run chooses from it the passing tests it
-        # traces in full (_preselect). Not for the plain run alongside, whose results come too
-        # late for that, nor where the traced run traces every test in full anyway.
+        # which code of the project each test runs (code_profile.py: no Python call of ours
+        # inside the test up to 3.11, one per function and test from 3.12): the traced run
+        # chooses from it the passing tests it traces in full (_preselect). Not for the plain
+        # run alongside, whose results come too late for that, nor where the traced run traces
+        # every test in full anyway.
         self.profiler = None
         if (not path and os.environ.get("PROSECUTOR_PRESELECT", "1").strip() != "0"
                 and os.environ.get("PROSECUTOR_TRACE_ALL", "") in ("", "0")
                 and os.environ.get("PROSECUTOR_SETUP", "0").strip() != "1"):
-            try:
-                import cProfile
-                self.profiler = cProfile.Profile(builtins=False)
-            except Exception:
-                self.profiler = None
+            self.profiler = code_profile.profiler()
         self.profile_min = 2 * max(_env_int("PROSECUTOR_MAX_PASSING", 20), 0) + 1
         roots = {os.path.realpath(os.getcwd()), os.path.realpath(os.environ.get("PROSECUTOR_SRC") or os.getcwd())}
         self.code_roots = tuple(r.rstrip(os.sep) + os.sep for r in roots)
         self.code_index = {}         # code key -> its index in the output's "code_keys"
         self.code_of = {}            # code object -> its index, or None (not the project's)
         self.path_ok = {}            # file name -> real path under a root, or None
-        self.report_roots = None     # see _report_code
         self.current_code = None
 
     def streamed(self, nodeid):
@@ -428,66 +425,14 @@ def _plain_call(st, item):
         st.current_code = _code_run(st, prof)
 
 
-def _report_code(st, entries):
-    """The code objects among the profile's `entries` that only render an assertion's failure
-    report, as the tracer leaves them out (tracer.REPORT_MODULES, REPORT_FUNCTIONS): the
-    report functions themselves and every function whose callers in this profile all are
-    report code (a `__repr__` called by pytest's saferepr). The call graph of a profile has
-    no stacks: a function called both by a report and by other code is kept."""
-    roots = st.report_roots
-    if roots is None:
-        dirs, funcs = [], set()
-        for m in REPORT_MODULES:
-            mod = sys.modules.get(m)
-            for d in getattr(mod, "__path__", None) or ():
-                dirs.append(os.path.realpath(d) + os.sep)
-        for m, names in REPORT_FUNCTIONS.items():
-            f = getattr(sys.modules.get(m), "__file__", None)
-            if f:
-                funcs.update((os.path.realpath(f), n) for n in names)
-        roots = st.report_roots = (tuple(dirs), funcs, {})
-    dirs, funcs, known = roots
-
-    def is_root(co):
-        r = known.get(co)
-        if r is None:
-            rp = os.path.realpath(co.co_filename)
-            r = known[co] = rp.startswith(dirs) or (rp, co.co_name) in funcs
-        return r
-
-    report = set()
-    callers = {}
-    for e in entries:
-        co = e.code
-        if isinstance(co, str):
-            continue
-        if is_root(co):
-            report.add(co)
-        for sub in e.calls or ():
-            if not isinstance(sub.code, str):
-                callers.setdefault(sub.code, set()).add(co)
-    changed = bool(report)
-    while changed:
-        changed = False
-        for co, by in callers.items():
-            if co not in report and by <= report:
-                report.add(co)
-                changed = True
-    return report
-
-
 def _code_run(st, prof):
-    """The project's functions the test ran, from the profiler: [[code key index, calls], ...].
+    """The project's functions the test ran, from the profiler (code_profile.py): [[code key
+    index, calls], ...] (calls: 1 each from Python 3.12).
     A code key is "REALPATH:FIRSTLINE:QUALNAME:NAME" of a code object in a file under the
     working directory or SRC (not in site-packages, not this package)."""
     out = {}
     try:
-        entries = prof.getstats()
-        report = _report_code(st, entries)
-        for e in entries:
-            co = e.code
-            if isinstance(co, str) or co in report:
-                continue
+        for co, calls in prof.take().items():
             i = st.code_of.get(co, _MISSING)
             if i is _MISSING:
                 i = None
@@ -507,11 +452,9 @@ def _code_run(st, prof):
                     i = st.code_index.setdefault(key, len(st.code_index))
                 st.code_of[co] = i
             if i is not None:
-                out[i] = out.get(i, 0) + e.callcount
+                out[i] = out.get(i, 0) + calls
     except Exception:
         return None
-    finally:
-        prof.clear()
     return sorted([i, n] for i, n in out.items())
 
 

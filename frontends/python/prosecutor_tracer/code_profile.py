@@ -1,0 +1,152 @@
+"""Which functions each test runs, for the plain pre-run (docs/frontend-python.md "Tracing
+model", coverage-only tracing): the traced run chooses from it, before the tests run, the
+passing tests it traces in full.
+
+The plain run must stay plain: no Python function of ours may run inside a test where it could
+change what the test does (its recursion depth above all). Up to Python 3.11 `cProfile` (C,
+`builtins=False`) counts every call of a Python function. From 3.12 `cProfile` is a
+`sys.monitoring` tool that a test enabling its own profiler would collide with ("Another
+profiling tool is already active"): there a `sys.monitoring` tool of our own (a free tool id)
+sees each function's first start in the test and then disables that event, so each function
+costs one Python callback per test, at the depth of its first call; it counts functions, not
+calls. (Each test begins with `sys.monitoring.restart_events()`: a coverage tool of the user's
+that disabled its events sees them again, and disables them again.)
+
+Either way the code that only renders an assertion's failure report is left out, as the tracer
+leaves it out (tracer.REPORT_MODULES, REPORT_FUNCTIONS): a `__repr__` pytest's saferepr calls is
+not among a traced test's methods.
+"""
+
+import os
+import sys
+
+from .tracer import REPORT_FUNCTIONS, REPORT_MODULES
+
+
+class ReportCode:
+    """Tells code that renders failure reports (the tracer's report modules and functions; their
+    files are looked up at the first question, when pytest has imported them)."""
+
+    def __init__(self):
+        self.dirs = None
+        self.funcs = None
+        self.known = {}
+
+    def _load(self):
+        dirs, funcs = [], set()
+        for m in REPORT_MODULES:
+            for d in getattr(sys.modules.get(m), "__path__", None) or ():
+                dirs.append(os.path.realpath(d) + os.sep)
+        for m, names in REPORT_FUNCTIONS.items():
+            f = getattr(sys.modules.get(m), "__file__", None)
+            if f:
+                funcs.update((os.path.realpath(f), n) for n in names)
+        self.dirs = tuple(dirs)
+        self.funcs = funcs
+
+    def __call__(self, co):
+        r = self.known.get(co)
+        if r is None:
+            if self.dirs is None:
+                self._load()
+            rp = os.path.realpath(co.co_filename)
+            r = self.known[co] = rp.startswith(self.dirs) or (rp, co.co_name) in self.funcs
+        return r
+
+
+class CallProfile:
+    """Python <= 3.11: cProfile. `take()`: {code object: calls} of the last enable..disable,
+    without report code (a function all of whose callers in the profile are report code is
+    report code too; the profile's call graph has no stacks, so a function called by a report
+    and by other code is kept)."""
+
+    def __init__(self, report):
+        import cProfile
+        self.prof = cProfile.Profile(builtins=False)
+        self.report = report
+
+    def enable(self):
+        self.prof.enable()
+
+    def disable(self):
+        self.prof.disable()
+
+    def take(self):
+        try:
+            entries = self.prof.getstats()
+        finally:
+            self.prof.clear()
+        report = set()
+        callers = {}
+        for e in entries:
+            co = e.code
+            if isinstance(co, str):
+                continue
+            if self.report(co):
+                report.add(co)
+            for sub in e.calls or ():
+                if not isinstance(sub.code, str):
+                    callers.setdefault(sub.code, set()).add(co)
+        changed = bool(report)
+        while changed:
+            changed = False
+            for co, by in callers.items():
+                if co not in report and by <= report:
+                    report.add(co)
+                    changed = True
+        return {e.code: e.callcount for e in entries
+                if not isinstance(e.code, str) and e.code not in report}
+
+
+class StartProfile:
+    """Python >= 3.12: a sys.monitoring tool of our own. `take()`: {code object: 1} for each
+    function started between enable and disable outside a failure report (its frame's callers
+    include no report code; a function first started inside a report is watched until it starts
+    outside one)."""
+
+    def __init__(self, report):
+        mon = sys.monitoring
+        # (0-2 are the debugger's, coverage's and the profiler's, 5 the optimizer's)
+        free = [i for i in (4, 3) if mon.get_tool(i) is None]
+        if not free:
+            raise RuntimeError("no free sys.monitoring tool id")
+        self.tool = free[0]
+        mon.use_tool_id(self.tool, "prosecutor plain run")
+        self.report = report
+        self.seen = {}
+        getframe = sys._getframe
+        disable = mon.DISABLE
+        seen = self.seen
+
+        def start(code, offset):
+            f = getframe(1)
+            while f is not None:
+                if report(f.f_code):
+                    return None
+                f = f.f_back
+            seen[code] = 1
+            return disable
+
+        mon.register_callback(self.tool, mon.events.PY_START, start)
+
+    def enable(self):
+        self.seen.clear()
+        sys.monitoring.restart_events()
+        sys.monitoring.set_events(self.tool, sys.monitoring.events.PY_START)
+
+    def disable(self):
+        sys.monitoring.set_events(self.tool, 0)
+
+    def take(self):
+        out = dict(self.seen)
+        self.seen.clear()
+        return out
+
+
+def profiler():
+    """The profiler for this Python, or None when none can be had."""
+    try:
+        report = ReportCode()
+        return StartProfile(report) if sys.version_info >= (3, 12) else CallProfile(report)
+    except Exception:
+        return None
