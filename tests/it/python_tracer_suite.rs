@@ -1,5 +1,6 @@
 //! The Python pytest suites: the front-end's own (`frontends/python/tests`: AST → facts, end-to-end
-//! dumps, flips, the regression tests of the tracer's defects) and the corpus builder's, run by
+//! dumps, flips, the regression tests of the tracer's defects), the corpus builder's and QuixBugs
+//! Java's ground truth's, run by
 //! `cargo test` so that CI runs them too.
 
 use std::process::Command;
@@ -16,6 +17,12 @@ fn python_tracer_pytest_suite() {
 #[test]
 fn corpus_builder_pytest_suite() {
     pytest_suite("corpus/python/test_build.py");
+}
+
+/// QuixBugs Java's ground truth (`corpus/quixbugs-java/test_truth.py`: small Java pairs).
+#[test]
+fn quixbugs_java_truth_pytest_suite() {
+    pytest_suite("corpus/quixbugs-java/test_truth.py");
 }
 
 fn pytest_suite(path: &str) {
