@@ -12,9 +12,12 @@ costs one Python callback per test, at the depth of its first call; it counts fu
 calls. (Each test begins with `sys.monitoring.restart_events()`: a coverage tool of the user's
 that disabled its events sees them again, and disables them again.)
 
-Either way the code that only renders an assertion's failure report is left out, as the tracer
-leaves it out (tracer.REPORT_MODULES, REPORT_FUNCTIONS): a `__repr__` pytest's saferepr calls is
-not among a traced test's methods.
+Either way only what the tracer would trace counts: code run by the test's root frames (the test
+function, a unittest `setUp` / `tearDown`; `roots`, set before each test; empty for a generator or
+coroutine test function, whose trace also holds what its driver runs), not the harness
+around them (tornado's `gen_test` runs the test function inside `IOLoop.run_sync`, which is app
+code), and not the code that only renders an assertion's failure report (tracer.REPORT_MODULES,
+REPORT_FUNCTIONS: a `__repr__` pytest's saferepr calls is not among a traced test's methods).
 """
 
 import os
@@ -56,14 +59,16 @@ class ReportCode:
 
 class CallProfile:
     """Python <= 3.11: cProfile. `take()`: {code object: calls} of the last enable..disable,
-    without report code (a function all of whose callers in the profile are report code is
-    report code too; the profile's call graph has no stacks, so a function called by a report
-    and by other code is kept)."""
+    of the functions the roots call, directly or not, without report code (a function all of
+    whose callers in the profile are report code is report code too; the profile's call graph
+    has no stacks, so a function called by a report and by other code is kept, and so is one
+    called both by a root and above it)."""
 
     def __init__(self, report):
         import cProfile
         self.prof = cProfile.Profile(builtins=False)
         self.report = report
+        self.roots = set()         # code objects of the test's root frames (empty: unknown)
 
     def enable(self):
         self.prof.enable()
@@ -94,15 +99,31 @@ class CallProfile:
                 if co not in report and by <= report:
                     report.add(co)
                     changed = True
+        keep = None
+        if self.roots:
+            # what the roots call, directly or not (the profile's call graph)
+            callees = {}
+            for e in entries:
+                if not isinstance(e.code, str):
+                    callees[e.code] = [sub.code for sub in e.calls or () if not isinstance(sub.code, str)]
+            keep = set(co for co in self.roots if co in callees)
+            if not keep:
+                keep = None     # no root ran (or it is not the code that ran): every function
+            todo = list(keep or ())
+            while todo:
+                for c in callees.get(todo.pop(), ()):
+                    if c not in keep and c not in report:
+                        keep.add(c)
+                        todo.append(c)
         return {e.code: e.callcount for e in entries
-                if not isinstance(e.code, str) and e.code not in report}
+                if not isinstance(e.code, str) and e.code not in report and (keep is None or e.code in keep)}
 
 
 class StartProfile:
     """Python >= 3.12: a sys.monitoring tool of our own. `take()`: {code object: 1} for each
-    function started between enable and disable outside a failure report (its frame's callers
-    include no report code; a function first started inside a report is watched until it starts
-    outside one)."""
+    function started between enable and disable below a root frame and outside a failure report
+    (its frame's callers include a root and no report code; a function first started elsewhere
+    is watched until it starts there)."""
 
     def __init__(self, report):
         mon = sys.monitoring
@@ -114,16 +135,27 @@ class StartProfile:
         mon.use_tool_id(self.tool, "prosecutor plain run")
         self.report = report
         self.seen = {}
+        self.roots = set()         # code objects of the test's root frames (empty: unknown)
         getframe = sys._getframe
         disable = mon.DISABLE
         seen = self.seen
+        above = self.above = {}    # started, but not below a root (the fallback of take())
+        prof = self
 
         def start(code, offset):
+            roots = prof.roots
+            under = not roots
             f = getframe(1)
             while f is not None:
-                if report(f.f_code):
+                co = f.f_code
+                if report(co):
                     return None
+                if co in roots:
+                    under = True
                 f = f.f_back
+            if not under:
+                above[code] = 1
+                return None     # (watched until it starts below a root)
             seen[code] = 1
             return disable
 
@@ -131,6 +163,7 @@ class StartProfile:
 
     def enable(self):
         self.seen.clear()
+        self.above.clear()
         sys.monitoring.restart_events()
         sys.monitoring.set_events(self.tool, sys.monitoring.events.PY_START)
 
@@ -138,8 +171,10 @@ class StartProfile:
         sys.monitoring.set_events(self.tool, 0)
 
     def take(self):
-        out = dict(self.seen)
+        # (no function started below a root: no root ran, or it is not the code that ran)
+        out = dict(self.seen) if self.seen or not self.roots else dict(self.above)
         self.seen.clear()
+        self.above.clear()
         return out
 
 

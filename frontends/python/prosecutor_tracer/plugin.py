@@ -52,6 +52,7 @@ STEP_POLL_S = 0.02
 HARNESS_RETRY_S = 0.005
 
 _MISSING = object()
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _PKG_ROOT = os.path.dirname(os.path.realpath(__file__)) + os.sep
 _T_IMPORT = time.monotonic()   # the plugin is imported by `-p`, before conftests and collection
 
@@ -412,6 +413,12 @@ def _plain_call(st, item):
     st.timed_out = False
     prof = st.profiler
     st.current_code = None
+    if prof is not None:
+        # as the tracer roots its trace: the test function, a unittest setUp / tearDown; but a
+        # generator or coroutine test function's trace also holds what its driver (an event
+        # loop) runs while it is suspended, which is not below it: then every function counts
+        roots = {c for c in (_root_code(item), *_unittest_roots(item)) if c is not None}
+        prof.roots = set() if any(c.co_flags & _RESUMABLE for c in roots) else roots
     with _running(st, item, st.timeout, _plain_alarm) as t0:
         try:
             if prof is not None:

@@ -179,6 +179,46 @@ def test_the_plain_run_profiles_the_project_code_each_test_runs(tmp_path):
     assert ran_box == {"test_boxes": 1, "__init__": calls(2), "__eq__": 1}
     ran_shown = {names[i]: n for i, n in next(v for k, v in rep["tests"].items() if k.endswith("::test_shown"))["code"]}
     assert ran_shown == {"test_shown": 1, "__init__": 1, "__repr__": 1}
+    # code run above the test function (a harness under SRC wrapping it) is not traced: left out
+    write(tmp_path / "wrap", {
+        "src/harness.py": """
+            import functools
+
+
+            def prepare():
+                return 1
+
+
+            def run_test(fn):
+                @functools.wraps(fn)
+                def run(*args):
+                    prepare()
+                    return fn(*args)
+                return run
+
+
+            def work(n):
+                return n * 2
+            """,
+        "tests/conftest.py": CONFTEST,
+        "tests/test_wrapped.py": """
+            from harness import run_test, work
+
+
+            @run_test
+            def test_wrapped():
+                assert work(2) == 4
+
+
+            def test_plain():
+                assert work(1) == 2
+            """,
+    })
+    _, wrapped = plain_run(tmp_path / "wrap", extra={"PROSECUTOR_MAX_PASSING": "0"})
+    names = [k.rsplit(":", 1)[1] for k in wrapped["code_keys"]]
+    ran_wrapped = {names[i]: n for i, n in next(
+        v for k, v in wrapped["tests"].items() if k.endswith("::test_wrapped"))["code"]}
+    assert ran_wrapped == {"test_wrapped": 1, "work": 1}
     # PROSECUTOR_PRESELECT=0: no profile
     # no profile with PROSECUTOR_PRESELECT=0, nor where every passing test is traced in full
     for extra in ({"PROSECUTOR_PRESELECT": "0", "PROSECUTOR_MAX_PASSING": "1"}, {"PROSECUTOR_MAX_PASSING": "3"}):
