@@ -35,7 +35,7 @@ try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
     _heap = None
-from .tracer import Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
+from .tracer import _MISSING, _RESUMABLE, Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
 
 _state = None
 
@@ -51,8 +51,6 @@ STEP_POLL_S = 0.02
 # How soon a time limit that struck inside the harness or the tracer strikes again (_alarm).
 HARNESS_RETRY_S = 0.005
 
-_MISSING = object()
-_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _PKG_ROOT = os.path.dirname(os.path.realpath(__file__)) + os.sep
 _T_IMPORT = time.monotonic()   # the plugin is imported by `-p`, before conftests and collection
 

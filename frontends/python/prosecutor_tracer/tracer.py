@@ -25,6 +25,7 @@ Model (see docs/frontend-python.md):
 from __future__ import annotations
 
 import dis
+import inspect
 import itertools
 import os
 import sys
@@ -52,7 +53,7 @@ _AFTER_YIELD = sys.version_info >= (3, 13)
 _OPCODE_EVENTS_AT_SETTRACE = sys.version_info[:2] == (3, 12)
 _OPCODES_NEED_F_TRACE = sys.version_info >= (3, 13)
 # generators, coroutines, async generators: one frame, many activations
-_RESUMABLE = 0x20 | 0x80 | 0x200
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 def _at_yield(code, i):
