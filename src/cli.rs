@@ -46,7 +46,8 @@ pub enum Command {
     },
     /// Rank the source lines most likely to be the fault.
     Localize(LocalizeArgs),
-    /// Run a test command under the tracer and write a trace dump (Python/pytest).
+    /// Run a test command under the tracer and write a trace dump (Python/pytest, or with
+    /// --java JUnit 4 tests on the JVM).
     Trace {
         #[command(flatten)]
         trace: TraceArgs,
@@ -260,87 +261,95 @@ pub fn positive_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Help heading of the tracing flags (Python, and those Java shares).
+const TRACING: &str = "Tracing (with --src SRC -- TEST COMMAND)";
+/// Help heading of the flags of the Java front-end.
+const TRACING_JAVA: &str = "Tracing Java (with --java)";
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct TraceArgs {
     /// The code under analysis (its statements are the suspects); tests outside it are test code.
-    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
+    #[arg(long, conflicts_with = "java", help_heading = TRACING)]
     pub src: Option<PathBuf>,
     /// Per-test timeout in seconds (default 10): a test running longer fails as a timeout.
     /// Given, it is also the plain pre-run's limit (a test that does not end within it hangs);
     /// the default allows twice as long there.
-    #[arg(long, value_parser = positive_seconds, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
+    #[arg(long, value_parser = positive_seconds, help_heading = TRACING)]
     pub test_timeout: Option<f64>,
     /// How many passing tests get a full trace in the dump (the others keep only their
     /// coverage); compare --passing, how many of the traced ones a model uses.
-    #[arg(
-        long,
-        default_value_t = 20,
-        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
-    )]
+    #[arg(long, default_value_t = 20, help_heading = TRACING)]
     pub max_passing: usize,
     /// Steps recorded per test while tracing; a longer test's trace is cut there (with a
     /// warning). Compare --max-steps, the budget of a model built from the traces.
-    #[arg(
-        long,
-        default_value_t = 2_000_000,
-        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
-    )]
+    #[arg(long, default_value_t = 2_000_000, help_heading = TRACING)]
     pub step_cap: usize,
     /// Files under SRC matching GLOB (relative to SRC, or a file name; repeatable) are test
     /// code, not suspects: test helpers pytest does not collect tests from. Files pytest collects,
     /// conftest.py and the modules in a test directory under SRC (tests/ holding collected
     /// tests) are test code without it; the dump's warnings list every file so treated.
-    #[arg(
-        long,
-        value_name = "GLOB",
-        help_heading = "Tracing (with --src SRC -- TEST COMMAND)"
-    )]
+    #[arg(long, value_name = "GLOB", conflicts_with = "java", help_heading = TRACING)]
     pub exclude: Vec<String>,
     /// Do not run the test command once without tracing first. The plain pre-run measures each
     /// test: a test's time limit under tracing becomes at least 150 times its plain duration, and
     /// tests whose outcome tracing changes (pass plainly, fail traced, or the reverse) are left
     /// out of the dump with a warning. Skip it for suites too slow to run twice (also
     /// `PROSECUTOR_PLAIN_RUN=0`; `eval --no-plain-run`).
-    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
+    #[arg(long, conflicts_with = "java", help_heading = TRACING)]
     pub no_plain_run: bool,
     /// Begin every trace with the import-time code of the modules under test (module and class
     /// bodies run when pytest imports them), so that a wrong module constant, class attribute or
     /// default argument can be ranked (also `PROSECUTOR_SETUP=1`; `eval --import-time`). Off by
     /// default: on real projects its statements crowd the ranking (docs/evaluation.md).
-    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
+    #[arg(long, conflicts_with = "java", help_heading = TRACING)]
     pub import_time: bool,
-    /// The test command, after `--` (e.g. `-- pytest tests/`).
+    /// Trace JUnit 4 tests on the JVM instead of a pytest command: the words after `--` are
+    /// test classes (`org.example.FooTest`) or methods (`org.example.FooTest::testBar`), run in
+    /// the current directory, the project root (needs a JDK with ASM and JUnit 4: `apt-get
+    /// install default-jdk-headless libasm-java junit4 libhamcrest-java`). --test-timeout,
+    /// --max-passing and --step-cap apply as for Python.
+    #[arg(long, help_heading = TRACING_JAVA)]
+    pub java: bool,
+    /// The compiled classes of the code under analysis (e.g. target/classes); required with
+    /// --java.
+    #[arg(long, value_name = "DIR", requires = "java", help_heading = TRACING_JAVA)]
+    pub classes: Option<PathBuf>,
+    /// The compiled test classes (e.g. target/test-classes); required with --java.
+    #[arg(long, value_name = "DIR", requires = "java", help_heading = TRACING_JAVA)]
+    pub test_classes: Option<PathBuf>,
+    /// More class path entries the tests need (libraries), ':'-separated as for `java -cp`.
+    /// JUnit 4 and Hamcrest are added unless it holds a junit jar.
+    #[arg(long, value_name = "CLASSPATH", requires = "java", help_heading = TRACING_JAVA)]
+    pub cp: Option<String>,
+    /// A directory holding source trees (repeatable), where the dump finds the sources of
+    /// the classes; default: src/main/java and src/test/java (those that exist), else the
+    /// current directory.
+    #[arg(long = "source-root", value_name = "DIR", requires = "java", help_heading = TRACING_JAVA)]
+    pub source_roots: Vec<PathBuf>,
+    /// The test command, after `--` (e.g. `-- pytest tests/`); with --java, the JUnit test
+    /// classes or methods (e.g. `-- org.example.FooTest org.example.BarTest::testBaz`).
     #[arg(last = true)]
     pub command: Vec<String>,
 }
 
 impl TraceArgs {
+    /// Whether these flags ask for a trace (rather than naming none: `localize DUMP`).
+    fn given(&self) -> bool {
+        self.java || !self.command.is_empty()
+    }
+
     /// Traces into `out`; `print_warnings`: the front-end's warnings on stderr (`localize` prints
     /// them itself, with its own, from the dump).
     fn run(
         &self,
         out: PathBuf,
         print_warnings: bool,
-    ) -> Result<crate::frontend::python::TraceSummary, Error> {
-        let src = self.src.clone().ok_or_else(|| {
-            Error::Other("--src SRC is required to trace a test command".to_owned())
-        })?;
-        let cwd = std::env::current_dir()
-            .map_err(|e| Error::Other(format!("no current directory: {e}")))?;
-        let mut o =
-            crate::frontend::python::PythonTraceOptions::new(src, out, self.command.clone());
-        o.cwd = cwd;
-        if let Some(t) = self.test_timeout {
-            o.test_timeout = std::time::Duration::from_secs_f64(t);
-            o.test_timeout_given = true;
-        }
-        o.max_passing = self.max_passing;
-        o.step_cap = self.step_cap;
-        o.test_globs = self.exclude.clone();
-        o.plain_run &= !self.no_plain_run;
-        o.import_time |= self.import_time;
-        o.progress = true;
-        let s = crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))?;
+    ) -> Result<crate::frontend::TraceSummary, Error> {
+        let s = if self.java {
+            self.run_java(out)?
+        } else {
+            self.run_python(out)?
+        };
         for w in s.warnings.iter().filter(|_| print_warnings) {
             eprintln!("warning: {w}");
         }
@@ -359,16 +368,81 @@ impl TraceArgs {
         );
         Ok(s)
     }
+
+    fn run_python(&self, out: PathBuf) -> Result<crate::frontend::TraceSummary, Error> {
+        let src = self.src.clone().ok_or_else(|| {
+            Error::Other("--src SRC is required to trace a test command".to_owned())
+        })?;
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::Other(format!("no current directory: {e}")))?;
+        let mut o =
+            crate::frontend::python::PythonTraceOptions::new(src, out, self.command.clone());
+        o.cwd = cwd;
+        if let Some(t) = self.test_timeout {
+            o.test_timeout = std::time::Duration::from_secs_f64(t);
+            o.test_timeout_given = true;
+        }
+        o.max_passing = self.max_passing;
+        o.step_cap = self.step_cap;
+        o.test_globs = self.exclude.clone();
+        o.plain_run &= !self.no_plain_run;
+        o.import_time |= self.import_time;
+        o.progress = true;
+        crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))
+    }
+
+    fn run_java(&self, out: PathBuf) -> Result<crate::frontend::TraceSummary, Error> {
+        let need = |flag: &str, what: &str| {
+            Error::Other(format!(
+                "--java needs {flag} DIR, the compiled {what} (e.g. `--classes target/classes \
+                 --test-classes target/test-classes`)"
+            ))
+        };
+        let classes = self
+            .classes
+            .clone()
+            .ok_or_else(|| need("--classes", "classes of the code under analysis"))?;
+        let test_classes = self
+            .test_classes
+            .clone()
+            .ok_or_else(|| need("--test-classes", "test classes"))?;
+        let mut o = crate::frontend::java::JavaTraceOptions::new(
+            classes,
+            test_classes,
+            out,
+            self.command.clone(),
+        );
+        o.cwd = std::env::current_dir()
+            .map_err(|e| Error::Other(format!("no current directory: {e}")))?;
+        o.classpath = self
+            .cp
+            .as_deref()
+            .map(|cp| {
+                std::env::split_paths(cp)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        o.source_roots = self.source_roots.clone();
+        if let Some(t) = self.test_timeout {
+            o.test_timeout = std::time::Duration::from_secs_f64(t);
+        }
+        o.max_passing = self.max_passing;
+        o.step_cap = self.step_cap;
+        o.progress = true;
+        crate::frontend::java::trace(&o).map_err(|e| Error::Other(e.to_string()))
+    }
 }
 
 #[derive(clap::Args, Debug)]
 pub struct LocalizeArgs {
-    /// A trace dump directory (or give --src SRC -- TEST COMMAND to trace first).
+    /// A trace dump directory (or give --src SRC -- TEST COMMAND, or --java ... -- TEST..., to
+    /// trace first).
     pub dump: Option<PathBuf>,
     #[command(flatten)]
     pub trace: TraceArgs,
     /// Keep the dump written when tracing (default: a temporary directory).
-    #[arg(long, help_heading = "Tracing (with --src SRC -- TEST COMMAND)")]
+    #[arg(long, help_heading = TRACING)]
     pub keep_dump: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
@@ -505,14 +579,16 @@ pub fn try_main() -> Result<i32, Error> {
         }
         Command::Localize(a) => {
             let tmp;
-            let dump_dir = match (&a.dump, a.trace.command.is_empty()) {
-                (Some(d), true) => d.clone(),
-                (Some(_), false) => {
+            let dump_dir = match (&a.dump, a.trace.given()) {
+                (Some(d), false) => d.clone(),
+                (Some(_), true) => {
                     return Err(Error::Other(
-                        "give either a DUMP or --src SRC -- TEST COMMAND, not both".to_owned(),
+                        "give either a DUMP or tests to trace (--src SRC -- TEST COMMAND, or \
+                         --java ... -- TEST...), not both"
+                            .to_owned(),
                     ))
                 }
-                (None, false) => {
+                (None, true) => {
                     let out = match &a.keep_dump {
                         Some(p) => p.clone(),
                         None => {
@@ -524,9 +600,11 @@ pub fn try_main() -> Result<i32, Error> {
                     };
                     a.trace.run(out, false)?.dump
                 }
-                (None, true) => {
+                (None, false) => {
                     return Err(Error::Other(
-                        "localize needs a DUMP directory, or --src SRC -- TEST COMMAND".to_owned(),
+                        "localize needs a DUMP directory, or --src SRC -- TEST COMMAND, or \
+                         --java --classes DIR --test-classes DIR -- TEST..."
+                            .to_owned(),
                     ))
                 }
             };
@@ -669,6 +747,7 @@ mod tests {
         let help = localize_help();
         let at = |h: &str| help.find(h).unwrap_or_else(|| panic!("no heading {h:?}"));
         let tracing = at("\nTracing (with --src SRC -- TEST COMMAND):");
+        let java = at("\nTracing Java (with --java):");
         let model = at("\nModel:");
         let cfx = at("\nCounterfactual experiments:");
         let infer = at("\nInference (belief propagation):");
@@ -680,6 +759,20 @@ mod tests {
             assert!(i > from, "{flag} is not under its heading");
         };
         under("--step-cap", tracing);
+        assert!(java > tracing);
+        for flag in [
+            "--java",
+            "--classes <DIR>",
+            "--test-classes <DIR>",
+            "--cp <CLASSPATH>",
+            "--source-root <DIR>",
+        ] {
+            let line = format!("\n      {flag}\n");
+            assert!(
+                help.find(&line).is_some_and(|i| i > java),
+                "{flag} is not under its heading"
+            );
+        }
         under("--max-steps", model);
         under("--k", cfx);
         under("--prior", infer);

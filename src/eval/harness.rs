@@ -12,7 +12,7 @@ use crate::pipeline::Rules;
 use crate::variants::{Variant, VARIANTS};
 
 use super::baseline::{self, Technique};
-use super::manifest::{Case, Source};
+use super::manifest::{Case, Frontend, JavaTarget, Source};
 use super::score::{filter_ranking, locate, path_suffix_eq, Located};
 
 /// A technique of the evaluation.
@@ -136,6 +136,7 @@ fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
             src_dir,
             test,
             timeout,
+            frontend,
         } => {
             let out = s.out.join("dumps").join(&case.name);
             if out.join("manifest.toml").is_file() {
@@ -149,14 +150,11 @@ fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
                     .map_err(|e| format!("cannot remove the stale dump {}: {e}", out.display()))?;
             }
             let start = Instant::now();
-            trace_python(
-                dir,
-                src_dir,
-                test,
-                &out,
-                timeout.map(Duration::from_secs_f64),
-                s,
-            )?;
+            let timeout = timeout.map(Duration::from_secs_f64);
+            match frontend {
+                Frontend::Python => trace_python(dir, src_dir, test, &out, timeout, s)?,
+                Frontend::Java(j) => trace_java(dir, j, test, &out, timeout, s)?,
+            }
             let secs = start.elapsed().as_secs_f64();
             Ok((
                 Dump::load(&out).map_err(|e| format!("the traced dump does not load: {e}"))?,
@@ -182,6 +180,30 @@ fn trace_python(
     o.plain_run &= !s.no_plain_run;
     o.import_time |= s.import_time;
     crate::frontend::python::trace(&o)
+        .map(|_| ())
+        .map_err(|e| format!("tracing failed: {e}"))
+}
+
+/// Traces JUnit tests with the Java front-end into `out` (the case's `dir` is the project).
+fn trace_java(
+    dir: &Path,
+    j: &JavaTarget,
+    tests: &[String],
+    out: &Path,
+    timeout: Option<Duration>,
+    s: &Settings,
+) -> Result<(), String> {
+    let mut o = crate::frontend::java::JavaTraceOptions::new(
+        &j.classes,
+        &j.test_classes,
+        out,
+        tests.to_vec(),
+    );
+    o.cwd = dir.to_owned();
+    o.classpath = j.classpath.clone();
+    o.source_roots = j.source_roots.clone();
+    o.test_timeout = timeout.unwrap_or(s.test_timeout);
+    crate::frontend::java::trace(&o)
         .map(|_| ())
         .map_err(|e| format!("tracing failed: {e}"))
 }

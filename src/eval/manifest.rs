@@ -11,12 +11,35 @@
 //! dump = "dumps/leftpad_fig1"      # optional: an existing trace dump (no tracing)
 //! kind = "wrong variable"          # optional, free text
 //! timeout = 10                     # optional: per-test time limit when tracing, in seconds
+//! language = "python"              # optional: "python" (the default) or "java"
 //! ```
 //!
-//! A manifest that is not valid TOML, has unknown keys, a missing `name`/`faulty` or a duplicate
-//! name is rejected as a whole (`FILE:LINE: message`). Everything that concerns one case only
-//! (missing directories or files, a malformed `faulty` entry, a line past the end of its file) is
-//! checked by [`Case::resolve`] and reported for that case alone.
+//! A Java case (`language = "java"`) is traced with the JVM front-end (`trace --java`): `dir` is
+//! the project root (the working directory of the run; the dump's file paths are relative to
+//! it), `src` the code under analysis as for Python, `test` lists JUnit test classes or methods
+//! (not a command), and four keys only a Java case may have say where its classes are:
+//!
+//! ```toml
+//! [[case]]
+//! name = "GCD"
+//! language = "java"
+//! dir = "/tmp/qb/qbx"
+//! src = "java_programs/GCD.java"
+//! classes = "build/classes"               # relative to this file, or absolute
+//! test_classes = "build/test-classes"     # relative to this file, or absolute
+//! classpath = ["lib/extra.jar"]           # optional: more class path entries (relative to this file)
+//! source_roots = ["."]                    # optional: relative to dir (default: src/main/java and
+//!                                         # src/test/java of dir, those that exist, else dir)
+//! test = ["java_testcases.junit.GCD_TEST"]
+//! faulty = ["GCD.java:19"]
+//! timeout = 3
+//! ```
+//!
+//! A manifest that is not valid TOML, has unknown keys, a missing `name`/`faulty`, a duplicate
+//! name, an unknown `language` or a Java key on a case that is not Java is rejected as a whole
+//! (`FILE:LINE: message`). Everything that concerns one case only (missing directories or files,
+//! a malformed `faulty` entry, a line past the end of its file) is checked by [`Case::resolve`]
+//! and reported for that case alone.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +72,35 @@ struct RawCase {
     kind: Option<String>,
     #[serde(default)]
     timeout: Option<f64>,
+    #[serde(default)]
+    language: Option<Spanned<String>>,
+    #[serde(default)]
+    classes: Option<Spanned<String>>,
+    #[serde(default)]
+    test_classes: Option<Spanned<String>>,
+    #[serde(default)]
+    classpath: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    source_roots: Option<Spanned<Vec<String>>>,
+}
+
+/// The language of a case: which front-end traces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Language {
+    #[default]
+    Python,
+    Java,
+}
+
+/// The keys of a Java case that say where its classes are (as written).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JavaEntry {
+    /// Relative to the manifest's folder, or absolute.
+    pub classes: Option<String>,
+    pub test_classes: Option<String>,
+    pub classpath: Vec<String>,
+    /// Relative to `dir`.
+    pub source_roots: Vec<String>,
 }
 
 /// One case as written in the manifest (paths not yet resolved or checked).
@@ -65,6 +117,9 @@ pub struct CaseEntry {
     pub dump: Option<String>,
     pub kind: Option<String>,
     pub timeout: Option<f64>,
+    pub language: Language,
+    /// Where a Java case's classes are (default, all empty, for a Python case).
+    pub java: JavaEntry,
 }
 
 #[derive(Debug, Clone)]
@@ -122,6 +177,35 @@ impl EvalManifest {
                     ));
                 }
             }
+            let language = match &c.language {
+                None => Language::Python,
+                Some(l) => match l.get_ref().as_str() {
+                    "python" => Language::Python,
+                    "java" => Language::Java,
+                    other => {
+                        return Err(format!(
+                            "{}:{}: case {name:?}: language must be \"python\" or \"java\", found {other:?}",
+                            path.display(),
+                            line_at(text, l.span().start)
+                        ))
+                    }
+                },
+            };
+            let java_keys = [
+                ("classes", c.classes.as_ref().map(Spanned::span)),
+                ("test_classes", c.test_classes.as_ref().map(Spanned::span)),
+                ("classpath", c.classpath.as_ref().map(Spanned::span)),
+                ("source_roots", c.source_roots.as_ref().map(Spanned::span)),
+            ];
+            if language != Language::Java {
+                if let Some((key, Some(span))) = java_keys.iter().find(|(_, s)| s.is_some()) {
+                    return Err(format!(
+                        "{}:{}: case {name:?}: `{key}` is a key of Java cases: add language = \"java\"",
+                        path.display(),
+                        line_at(text, span.start)
+                    ));
+                }
+            }
             cases.push(CaseEntry {
                 name,
                 line,
@@ -137,6 +221,13 @@ impl EvalManifest {
                 dump: c.dump,
                 kind: c.kind,
                 timeout: c.timeout,
+                language,
+                java: JavaEntry {
+                    classes: c.classes.map(Spanned::into_inner),
+                    test_classes: c.test_classes.map(Spanned::into_inner),
+                    classpath: c.classpath.map(Spanned::into_inner).unwrap_or_default(),
+                    source_roots: c.source_roots.map(Spanned::into_inner).unwrap_or_default(),
+                },
             });
         }
         if cases.is_empty() {
@@ -164,9 +255,27 @@ pub enum Source {
     Trace {
         dir: PathBuf,
         src_dir: PathBuf,
+        /// Python: the test command's argv; Java: test classes or methods.
         test: Vec<String>,
         timeout: Option<f64>,
+        frontend: Frontend,
     },
+}
+
+/// Which front-end traces a case, with what it needs beyond the common keys.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frontend {
+    Python,
+    Java(JavaTarget),
+}
+
+/// Where a Java case's classes are (absolute paths, checked to exist).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JavaTarget {
+    pub classes: PathBuf,
+    pub test_classes: PathBuf,
+    pub classpath: Vec<PathBuf>,
+    pub source_roots: Vec<PathBuf>,
 }
 
 /// A case whose paths are resolved and whose ground truth is checked.
@@ -222,6 +331,67 @@ fn find_suffix(dir: &Path, rel: &str) -> Option<PathBuf> {
 }
 
 impl CaseEntry {
+    /// A Java case's class directories, class path and source roots, resolved (absolute: the
+    /// front-end takes relative paths relative to the project `dir`) and checked.
+    fn java_target(&self, m: &EvalManifest, dir: &Path) -> Result<JavaTarget, String> {
+        let j = &self.java;
+        let resolve_path = |base: &Path, p: &str| {
+            let p = resolve_path(base, p);
+            std::path::absolute(&p).unwrap_or(p)
+        };
+        let need = |key: &str, v: &Option<String>| match v {
+            Some(p) => {
+                let p = resolve_path(&m.base, p);
+                if p.is_dir() {
+                    Ok(p)
+                } else {
+                    Err(format!("{key} {} is not a directory", p.display()))
+                }
+            }
+            None => Err(format!(
+                "a Java case needs `classes` and `test_classes` (the directories of its \
+                 compiled classes and test classes) to be traced; `{key}` is missing"
+            )),
+        };
+        let classes = need("classes", &j.classes)?;
+        let test_classes = need("test_classes", &j.test_classes)?;
+        let classpath = j
+            .classpath
+            .iter()
+            .map(|e| {
+                let p = resolve_path(&m.base, e);
+                let exists = if p.file_name().is_some_and(|n| n == "*") {
+                    p.parent().is_some_and(Path::is_dir)
+                } else {
+                    p.exists()
+                };
+                if exists {
+                    Ok(p)
+                } else {
+                    Err(format!("classpath entry {} does not exist", p.display()))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let source_roots = j
+            .source_roots
+            .iter()
+            .map(|r| {
+                let p = resolve_path(dir, r);
+                if p.is_dir() {
+                    Ok(p)
+                } else {
+                    Err(format!("source root {} is not a directory", p.display()))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(JavaTarget {
+            classes,
+            test_classes,
+            classpath,
+            source_roots,
+        })
+    }
+
     /// Resolves paths and checks the ground truth against the source files.
     pub fn resolve(&self, m: &EvalManifest) -> Result<Case, String> {
         let at = |msg: String| {
@@ -262,8 +432,15 @@ impl CaseEntry {
             }
             (None, Some(d), Some(s), Some(t)) => {
                 if t.is_empty() {
-                    return Err(at("`test` is an empty command".to_owned()));
+                    return Err(at(match self.language {
+                        Language::Python => "`test` is an empty command".to_owned(),
+                        Language::Java => "`test` names no test class".to_owned(),
+                    }));
                 }
+                let frontend = match self.language {
+                    Language::Python => Frontend::Python,
+                    Language::Java => Frontend::Java(self.java_target(m, d).map_err(at)?),
+                };
                 let src_dir = if s.is_dir() {
                     s.clone()
                 } else {
@@ -276,6 +453,7 @@ impl CaseEntry {
                     src_dir,
                     test: t.clone(),
                     timeout: self.timeout,
+                    frontend,
                 }
             }
             _ => {
@@ -387,5 +565,192 @@ mod tests {
         );
         assert_eq!(m.cases[0].line, 2);
         assert_eq!(m.base, PathBuf::from("."));
+    }
+
+    /// A project with a Java program of 20 lines and class directories, and a manifest beside
+    /// it whose one case has the extra lines `extra`.
+    fn java_project(extra: &str) -> (tempfile::TempDir, EvalManifest) {
+        let d = tempfile::tempdir().unwrap();
+        let qb = d.path().join("qbx");
+        std::fs::create_dir_all(qb.join("java_programs")).unwrap();
+        std::fs::write(qb.join("java_programs/GCD.java"), "x\n".repeat(20)).unwrap();
+        for p in ["build/classes", "build/test-classes", "lib"] {
+            std::fs::create_dir_all(d.path().join(p)).unwrap();
+        }
+        std::fs::write(d.path().join("lib/extra.jar"), "").unwrap();
+        let text = format!(
+            "[[case]]\nname = \"GCD\"\nlanguage = \"java\"\ndir = \"qbx\"\n\
+             src = \"java_programs/GCD.java\"\ntest = [\"java_testcases.junit.GCD_TEST\"]\n\
+             faulty = [\"GCD.java:19\"]\ntimeout = 3\n{extra}"
+        );
+        let path = d.path().join("m.toml");
+        std::fs::write(&path, &text).unwrap();
+        let m = EvalManifest::read(&path).unwrap();
+        (d, m)
+    }
+
+    #[test]
+    fn a_java_case_resolves() {
+        let (d, m) = java_project(
+            "classes = \"build/classes\"\ntest_classes = \"build/test-classes\"\n\
+             classpath = [\"lib/extra.jar\", \"lib/*\"]\nsource_roots = [\".\"]\n",
+        );
+        // read through a relative path: the Java paths come out absolute all the same
+        let cwd = std::env::current_dir().unwrap();
+        let up = "../".repeat(cwd.components().count() - 1);
+        let rel = PathBuf::from(up).join(m.path.strip_prefix("/").unwrap());
+        let m = EvalManifest::read(&rel).unwrap();
+        assert!(m.base.is_relative());
+        let e = &m.cases[0];
+        assert_eq!(e.language, Language::Java);
+        assert_eq!(e.java.classes.as_deref(), Some("build/classes"));
+        let c = e.resolve(&m).unwrap();
+        assert_eq!(c.only_file.as_deref(), Some("GCD.java"));
+        let Source::Trace {
+            dir,
+            test,
+            timeout,
+            frontend: Frontend::Java(j),
+            ..
+        } = c.source
+        else {
+            panic!("not a traced Java case: {:?}", c.source)
+        };
+        let base = d.path();
+        // `..` taken out (the paths go through the manifest's relative path)
+        let norm = |p: &Path| {
+            assert!(p.is_absolute(), "{}", p.display());
+            let mut out = PathBuf::new();
+            for c in p.components() {
+                match c {
+                    std::path::Component::ParentDir => {
+                        out.pop();
+                    }
+                    c => out.push(c),
+                }
+            }
+            out
+        };
+        let j = JavaTarget {
+            classes: norm(&j.classes),
+            test_classes: norm(&j.test_classes),
+            classpath: j.classpath.iter().map(|p| norm(p)).collect(),
+            source_roots: j.source_roots.iter().map(|p| norm(p)).collect(),
+        };
+        assert_eq!(norm(&std::path::absolute(dir).unwrap()), base.join("qbx"));
+        assert_eq!(test, ["java_testcases.junit.GCD_TEST"]);
+        assert_eq!(timeout, Some(3.0));
+        assert_eq!(
+            j,
+            JavaTarget {
+                classes: base.join("build/classes"),
+                test_classes: base.join("build/test-classes"),
+                classpath: vec![base.join("lib/extra.jar"), base.join("lib/*")],
+                source_roots: vec![base.join("qbx")],
+            }
+        );
+        // absolute paths stay as they are; source roots are optional
+        let abs = base.join("build/classes").display().to_string();
+        let (_d, m) = java_project(&format!(
+            "classes = \"{abs}\"\ntest_classes = \"build/test-classes\"\n"
+        ));
+        let c = m.cases[0].resolve(&m).unwrap();
+        let Source::Trace {
+            frontend: Frontend::Java(j),
+            ..
+        } = c.source
+        else {
+            panic!()
+        };
+        assert_eq!(j.classes, base.join("build/classes"));
+        assert!(j.classpath.is_empty() && j.source_roots.is_empty());
+        // a Python case stays one
+        let m = EvalManifest::parse(
+            "[[case]]\nname = \"a\"\nlanguage = \"python\"\nfaulty = [\"x:1\"]\n",
+            Path::new("m.toml"),
+        )
+        .unwrap();
+        assert_eq!(m.cases[0].language, Language::Python);
+        assert_eq!(m.cases[0].java, JavaEntry::default());
+    }
+
+    #[test]
+    fn a_java_case_without_its_classes_is_a_case_error() {
+        let (_d, m) = java_project("test_classes = \"build/test-classes\"\n");
+        let e = m.cases[0].resolve(&m).unwrap_err();
+        assert!(
+            e.contains("m.toml:2: case \"GCD\": a Java case needs `classes` and `test_classes`")
+                && e.ends_with("`classes` is missing"),
+            "{e}"
+        );
+        let (_d, m) = java_project("classes = \"nope\"\ntest_classes = \"build/test-classes\"\n");
+        let e = m.cases[0].resolve(&m).unwrap_err();
+        assert!(
+            e.contains("classes ") && e.ends_with("nope is not a directory"),
+            "{e}"
+        );
+        let (_d, m) = java_project(
+            "classes = \"build/classes\"\ntest_classes = \"build/test-classes\"\n\
+             classpath = [\"lib/gone.jar\"]\n",
+        );
+        let e = m.cases[0].resolve(&m).unwrap_err();
+        assert!(e.ends_with("gone.jar does not exist"), "{e}");
+        let (_d, m) = java_project(
+            "classes = \"build/classes\"\ntest_classes = \"build/test-classes\"\n\
+             source_roots = [\"src/main/java\"]\n",
+        );
+        let e = m.cases[0].resolve(&m).unwrap_err();
+        assert!(e.ends_with("src/main/java is not a directory"), "{e}");
+    }
+
+    #[test]
+    fn java_keys_need_a_java_case() {
+        let p = Path::new("m.toml");
+        for (key, value) in [
+            ("classes", "\"c\""),
+            ("test_classes", "\"t\""),
+            ("classpath", "[\"x.jar\"]"),
+            ("source_roots", "[\".\"]"),
+        ] {
+            for language in ["", "language = \"python\"\n"] {
+                let text = format!(
+                    "[[case]]\nname = \"a\"\n{language}faulty = [\"x:1\"]\n\n{key} = {value}\n"
+                );
+                let e = EvalManifest::parse(&text, p).unwrap_err();
+                let line = text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+                assert_eq!(
+                    e,
+                    format!(
+                        "m.toml:{line}: case \"a\": `{key}` is a key of Java cases: add language = \"java\""
+                    )
+                );
+            }
+        }
+        let e = EvalManifest::parse(
+            "[[case]]\nname = \"a\"\nfaulty = [\"x:1\"]\nlanguage = \"kotlin\"\n",
+            p,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "m.toml:4: case \"a\": language must be \"python\" or \"java\", found \"kotlin\""
+        );
+        // unknown keys stay rejected on Java cases too
+        let e = EvalManifest::parse(
+            "[[case]]\nname = \"a\"\nlanguage = \"java\"\nfaulty = [\"x:1\"]\njars = []\n",
+            p,
+        )
+        .unwrap_err();
+        assert!(e.starts_with("m.toml:5: ") && e.contains("jars"), "{e}");
+    }
+
+    #[test]
+    fn a_java_case_names_its_tests() {
+        let (_d, m) =
+            java_project("classes = \"build/classes\"\ntest_classes = \"build/test-classes\"\n");
+        let mut e = m.cases[0].clone();
+        e.test = Some(Vec::new());
+        let err = e.resolve(&m).unwrap_err();
+        assert!(err.ends_with("`test` names no test class"), "{err}");
     }
 }

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use super::cache;
+pub use super::TraceSummary;
+
 /// The embedded Python package: (path relative to the package parent directory, contents).
 const PACKAGE: &[(&str, &str)] = &[
     (
@@ -139,25 +142,6 @@ fn plain_timeout(o: &PythonTraceOptions) -> Duration {
     } else {
         o.test_timeout * 2
     }
-}
-
-/// What a tracing run produced.
-#[derive(Debug, Clone)]
-pub struct TraceSummary {
-    /// The dump directory (absolute).
-    pub dump: PathBuf,
-    /// Number of failing tests (timeouts included).
-    pub failing: usize,
-    /// Number of passing tests.
-    pub passing: usize,
-    /// Number of tests with a full trace in the dump.
-    pub traced: usize,
-    /// Tests that ran but were never entered by traced code (no trace, no coverage).
-    pub untraced: usize,
-    /// Warnings of the tracer (unsupported constructs, modules imported too early, ...).
-    pub warnings: Vec<String>,
-    /// The plain pre-run, if it ran and recorded tests.
-    pub plain_run: Option<PlainRun>,
 }
 
 /// Why tracing failed.
@@ -681,76 +665,20 @@ fn tail_of(o: &Output) -> String {
     format!(":\n  {}", lines[start..].join("\n  "))
 }
 
-/// 64-bit FNV-1a of the package (names and contents): the cache key.
-fn package_hash() -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for (name, text) in PACKAGE {
-        for b in name.bytes().chain([0u8]).chain(text.bytes()).chain([0u8]) {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100000001b3);
-        }
-    }
-    h
-}
-
-fn cache_root() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|s| !s.is_empty()) {
-        return PathBuf::from(x).join("prosecutor").join("python");
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|s| !s.is_empty()) {
-        return PathBuf::from(h)
-            .join(".cache")
-            .join("prosecutor")
-            .join("python");
-    }
-    std::env::temp_dir().join("prosecutor-cache").join("python")
-}
-
-/// Writes the embedded package into the cache (once per content hash); returns the directory
-/// to put on PYTHONPATH.
+/// Writes the embedded package into the cache (`cache::root("python")/<hash>`, once per content
+/// hash); returns the directory to put on PYTHONPATH.
 pub fn install_package() -> Result<PathBuf, FrontendError> {
-    let root = cache_root();
-    let dir = root.join(format!("{:016x}", package_hash()));
-    let complete = |d: &Path| {
-        PACKAGE.iter().all(|(name, text)| {
-            std::fs::read_to_string(d.join(name))
-                .map(|t| t == *text)
-                .unwrap_or(false)
-        })
-    };
-    if complete(&dir) {
-        return Ok(dir);
-    }
     let err = |path: &Path, source| FrontendError::Cache {
         path: path.to_path_buf(),
         source,
     };
-    let tmp = root.join(format!(
-        ".tmp-{}-{:016x}",
-        std::process::id(),
-        package_hash()
-    ));
-    let _ = std::fs::remove_dir_all(&tmp);
-    for (name, text) in PACKAGE {
-        let p = tmp.join(name);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| err(parent, e))?;
-        }
-        std::fs::write(&p, text).map_err(|e| err(&p, e))?;
-    }
-    match std::fs::rename(&tmp, &dir) {
-        Ok(()) => Ok(dir),
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            // another process may have installed it concurrently
-            if complete(&dir) {
-                Ok(dir)
-            } else {
-                let _ = std::fs::remove_dir_all(&dir);
-                Err(err(&dir, e))
-            }
-        }
-    }
+    cache::install(
+        &cache::root("python"),
+        &cache::Hash::default().files(PACKAGE).hex(),
+        |d| cache::has_files(d, PACKAGE),
+        |d| cache::write_files(d, PACKAGE).map_err(|(p, e)| err(&p, e)),
+        err,
+    )
 }
 
 /// Whether `python3 -c 'import pytest'` succeeds (the tests of the Python front-end need it).

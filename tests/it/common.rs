@@ -106,3 +106,16 @@ pub fn localize_python_in(
         ]);
     c
 }
+
+/// Whether the Java front-end's end-to-end tests can run here: they need a JDK (`javac` in
+/// `$JAVA_HOME/bin`, else on PATH). Without one a test returns early, printing why (the only
+/// tests that skip rather than fail on a missing dependency):
+/// `if !jdk_or_skip("test name") { return; }`.
+#[allow(dead_code)] // for the end-to-end tests of the Java front-end
+pub fn jdk_or_skip(test: &str) -> bool {
+    let ok = prosecutor::frontend::java::jdk_available();
+    if !ok {
+        eprintln!("{test}: skipped: no JDK (`javac` is neither in $JAVA_HOME/bin nor on PATH)");
+    }
+    ok
+}

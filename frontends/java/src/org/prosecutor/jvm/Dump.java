@@ -1,0 +1,410 @@
+package org.prosecutor.jvm;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.prosecutor.jvm.Bytecode.HeapSite;
+import org.prosecutor.jvm.Bytecode.MethodModel;
+import org.prosecutor.jvm.Bytecode.Stmt;
+
+/** Writes the trace dump (docs/trace-format.md) of a run of tests. */
+final class Dump {
+    private final Main.Options o;
+    private final List<Main.TestRun> runs;
+    private final Registry r = Registry.R;
+    private final List<String> warnings = new ArrayList<>();
+    /** Indices (into runs) of the tests whose traces the dump keeps. */
+    private final Set<Integer> kept = new HashSet<>();
+
+    Dump(Main.Options o, List<Main.TestRun> runs) {
+        this.o = o;
+        this.runs = runs;
+    }
+
+    void write() throws IOException {
+        Files.createDirectories(o.out);
+        choose();
+        statics();
+        traces();
+        coverage();
+        sources();
+        manifest();
+    }
+
+    // ------------------------------------------------------------ which traces to keep
+
+    /** Every failing test, and the passing tests sharing most methods with them (at most --max-passing). */
+    private void choose() {
+        Set<Integer> failingMethods = new HashSet<>();
+        List<Integer> passing = new ArrayList<>();
+        for (int k = 0; k < runs.size(); k++) {
+            Main.TestRun t = runs.get(k);
+            if (t.trace == null) {
+                continue;
+            }
+            if (t.outcome.equals("fail")) {
+                kept.add(k);
+                failingMethods.addAll(methods(t.trace));
+            } else if (t.outcome.equals("pass")) {
+                passing.add(k);
+            }
+        }
+        Map<Integer, Integer> shared = new HashMap<>();
+        for (int k : passing) {
+            Set<Integer> m = methods(runs.get(k).trace);
+            m.retainAll(failingMethods);
+            shared.put(k, m.size());
+        }
+        passing.sort(Comparator.<Integer>comparingInt(k -> -shared.get(k))
+                .thenComparingInt(k -> runs.get(k).trace.steps()));
+        for (int k = 0; k < Math.min(o.maxPassing, passing.size()); k++) {
+            kept.add(passing.get(k));
+        }
+        int dropped = passing.size() - Math.min(o.maxPassing, passing.size());
+        if (dropped > 0) {
+            warnings.add(dropped + " passing tests keep only their coverage (--max-passing "
+                    + o.maxPassing + ")");
+        }
+    }
+
+    private static Set<Integer> methods(Recording t) {
+        Set<Integer> out = new HashSet<>();
+        for (int m : t.frameMethod) {
+            out.add(m);
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------ static relations
+
+    private void statics() throws IOException {
+        try (Out stmt = out("stmt.facts"); Out method = out("method.facts");
+                Out def = out("def.facts"); Out use = out("use.facts"); Out cfg = out("cfg.facts");
+                Out formal = out("formal.facts"); Out thisFormal = out("this_formal.facts");
+                Out actual = out("actual.facts"); Out receiver = out("receiver.facts");
+                Out loop = out("loop_head.facts"); Out copy = out("copy.facts");
+                Out heapAccess = out("heap_access.facts")) {
+            for (MethodModel m : r.methods) {
+                if (m.stmts.isEmpty() || m.entry == null) {
+                    continue;
+                }
+                method.row(m.id, m.role, m.stmtId(m.entry));
+                for (int k = 0; k < m.formals.size(); k++) {
+                    formal.row(m.id, Integer.toString(k), m.formals.get(k));
+                }
+                if (m.thisVar != null) {
+                    thisFormal.row(m.id, m.thisVar);
+                }
+                for (Stmt s : m.stmts) {
+                    String id = m.stmtId(s);
+                    stmt.row(id, m.id, s.kind, m.file, Integer.toString(Math.max(s.line, 1)), s.text);
+                    for (String v : s.defs) {
+                        def.row(id, v);
+                    }
+                    for (String v : s.uses) {
+                        use.row(id, v);
+                    }
+                    for (Stmt t : s.normal) {
+                        cfg.row(id, m.stmtId(t), "normal");
+                    }
+                    for (Stmt t : s.exceptional) {
+                        cfg.row(id, m.stmtId(t), "exceptional");
+                    }
+                    for (int k = 0; k < s.actuals.size(); k++) {
+                        if (s.actuals.get(k) != null) {
+                            actual.row(id, Integer.toString(k), s.actuals.get(k));
+                        }
+                    }
+                    if (s.receiver != null) {
+                        receiver.row(id, s.receiver);
+                    }
+                    if (s.loopHead) {
+                        loop.row(id);
+                    }
+                    if (s.copy) {
+                        copy.row(id);
+                    }
+                    Set<String> seen = new HashSet<>();
+                    for (HeapSite h : s.heap) {
+                        String mode = h.def ? "def" : "use";
+                        if (seen.add(h.var + "\t" + h.attr + "\t" + mode)) {
+                            heapAccess.row(id, h.var, h.attr, mode);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ trace relations
+
+    private void traces() throws IOException {
+        int truncated = 0;
+        try (Out frame = out("frame.facts"); Out step = out("step.facts");
+                Out branch = out("branch.facts"); Out heap = out("heap.facts")) {
+            for (int k = 0; k < runs.size(); k++) {
+                Recording t = runs.get(k).trace;
+                if (!kept.contains(k)) {
+                    continue;
+                }
+                String trace = "t" + k;
+                boolean[] used = new boolean[t.frameMethod.length];
+                for (int f : t.frame) {
+                    used[f] = true;
+                }
+                for (int f = 0; f < used.length; f++) {
+                    if (used[f]) {
+                        String call = t.frameCall[f] < 0 ? "-" : Integer.toString(t.frameCall[f]);
+                        frame.row(trace, "f" + f, r.methods.get(t.frameMethod[f]).id, call);
+                    }
+                }
+                for (int i = 0; i < t.stmt.length; i++) {
+                    String idx = Integer.toString(i);
+                    step.row(trace, idx, stmtId(t.stmt[i]), "f" + t.frame[i]);
+                    if (t.branch[i] >= 0) {
+                        branch.row(trace, idx, Integer.toString(t.branch[i]));
+                    } else if ("branch".equals(r.stmts.get(t.stmt[i]).kind)) {
+                        throw new IllegalStateException("trace " + trace + " step " + i
+                                + ": a branch without its outcome");
+                    }
+                }
+                for (int i = 0; i < t.heapStep.length; i++) {
+                    HeapSite h = r.sites.get(t.heapSite[i]);
+                    heap.row(trace, Integer.toString(t.heapStep[i]), h.var, Long.toString(t.heapObj[i]),
+                            h.def ? "def" : "use");
+                }
+                if (t.truncated) {
+                    truncated++;
+                }
+            }
+        }
+        if (truncated > 0) {
+            warnings.add(truncated + " traces were cut at the step cap (--step-cap " + o.stepCap + ")");
+        }
+    }
+
+    private final Map<Integer, String> ids = new HashMap<>();
+
+    private String stmtId(int gid) {
+        return ids.computeIfAbsent(gid, g -> {
+            MethodModel m = methodOf(g);
+            return m.stmtId(r.stmts.get(g));
+        });
+    }
+
+    private Map<Stmt, MethodModel> owner;
+
+    private MethodModel methodOf(int gid) {
+        if (owner == null) {
+            owner = new HashMap<>();
+            for (MethodModel m : r.methods) {
+                for (Stmt s : m.stmts) {
+                    owner.put(s, m);
+                }
+            }
+        }
+        return owner.get(r.stmts.get(gid));
+    }
+
+    /** Statement and edge coverage of every test run (traced or not). */
+    private void coverage() throws IOException {
+        try (Out cov = out("coverage.facts"); Out edges = out("edge_coverage.facts")) {
+            for (Main.TestRun run : runs) {
+                Recording t = run.trace;
+                if (t == null || run.outcome.equals("skip")) {
+                    continue;
+                }
+                BitSet c = t.covered;
+                for (int g = c.nextSetBit(0); g >= 0; g = c.nextSetBit(g + 1)) {
+                    if (methodOf(g) != null && !methodOf(g).stmts.isEmpty()) {
+                        cov.row(run.id, stmtId(g));
+                    }
+                }
+                for (String e : edgesOf(t)) {
+                    edges.row(run.id, e.substring(0, e.indexOf('\n')), e.substring(e.indexOf('\n') + 1));
+                }
+            }
+        }
+    }
+
+    private Set<String> edgesOf(Recording t) {
+        Map<Integer, Integer> lastInFrame = new HashMap<>();
+        Set<String> out = new TreeSet<>();
+        for (int i = 0; i < t.stmt.length; i++) {
+            Integer prev = lastInFrame.put(t.frame[i], t.stmt[i]);
+            if (prev == null) {
+                continue;
+            }
+            Stmt a = r.stmts.get(prev);
+            Stmt b = r.stmts.get(t.stmt[i]);
+            if (a.normal.contains(b) || a.exceptional.contains(b)) {
+                out.add(stmtId(prev) + "\n" + stmtId(t.stmt[i]));
+            }
+        }
+        return out;
+    }
+
+    /** Copies of the source files of the traced classes, for display. */
+    private void sources() throws IOException {
+        Set<String> files = new LinkedHashSet<>();
+        for (MethodModel m : r.methods) {
+            if (!m.stmts.isEmpty() && !m.file.equals(Registry.ROOT_METHOD)) {
+                files.add(m.file);
+            }
+        }
+        int missing = 0;
+        for (String f : files) {
+            Path src = r.project.resolve(f);
+            if (!Files.isRegularFile(src)) {
+                missing++;
+                continue;
+            }
+            Path dst = o.out.resolve("source").resolve(f);
+            Files.createDirectories(dst.getParent());
+            Files.copy(src, dst, StandardCopyOption.REPLACE_EXISTING);
+        }
+        if (missing > 0) {
+            warnings.add(missing + " source files of traced classes were not found under the source roots"
+                    + " (give --source-root): their lines are shown without text");
+        }
+    }
+
+    // ------------------------------------------------------------ manifest
+
+    private void manifest() throws IOException {
+        StringBuilder b = new StringBuilder();
+        b.append("format = \"prosecutor-dump\"\nversion = 1\n\n[frontend]\nname = \"java\"\n")
+                .append("version = \"0.1.0\"\nlanguage = \"java\"\n\n");
+        rerun(b);
+        int untraced = 0;
+        for (int k = 0; k < runs.size(); k++) {
+            Main.TestRun t = runs.get(k);
+            if (t.outcome.equals("skip")) {
+                continue;
+            }
+            b.append("[[test]]\nid = ").append(toml(t.id)).append('\n');
+            if (kept.contains(k)) {
+                b.append("trace = \"t").append(k).append("\"\n");
+            } else if (t.trace == null) {
+                untraced++;
+            }
+            b.append("outcome = \"").append(t.outcome).append("\"\n");
+            if (t.outcome.equals("fail") && kept.contains(k)) {
+                b.append("failure_step = ").append(t.trace.failureStep).append('\n');
+            }
+            if (t.failureKind != null) {
+                b.append("failure_kind = \"").append(t.failureKind).append("\"\n");
+                b.append("failure = ").append(toml(t.failure)).append('\n');
+            }
+            b.append("duration_ms = ").append(t.durationMs).append("\n\n");
+        }
+        if (r.droppedTimeouts > 0) {
+            warnings.add(r.droppedTimeouts + " JUnit @Test(timeout = ...) limits were lifted while tracing"
+                    + " (a traced test runs slower); the per-test limit is " + o.testTimeoutMs + " ms");
+        }
+        List<String> all = new ArrayList<>(r.warnings);
+        all.addAll(warnings);
+        b.append("[notes]\nwarnings = [");
+        for (int k = 0; k < all.size(); k++) {
+            b.append(k == 0 ? "" : ", ").append(toml(all.get(k)));
+        }
+        b.append("]\nuntraced_tests = ").append(untraced).append('\n');
+        Files.write(o.out.resolve("manifest.toml"), b.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The command that re-runs one test with one branch evaluation forced: this JVM's own. */
+    private void rerun(StringBuilder b) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(Main.class.getName());
+        cmd.addAll(List.of("flip", "--project", o.project.toString(), "--classes", o.classes.toString(),
+                "--test-classes", o.testClasses.toString()));
+        for (Path p : r.sourceRoots) {
+            cmd.add("--source-root");
+            cmd.add(p.toString());
+        }
+        if (o.testTimeoutMs > 0) {
+            cmd.add("--test-timeout-ms");
+            cmd.add(Long.toString(o.testTimeoutMs));
+        }
+        cmd.addAll(List.of("--test", "{test}", "--stmt", "{stmt}", "--occurrence", "{occurrence}",
+                "--out", "{out}"));
+        b.append("[rerun]\ncommand = [");
+        for (int k = 0; k < cmd.size(); k++) {
+            b.append(k == 0 ? "" : ", ").append(toml(cmd.get(k)));
+        }
+        long max = 0;
+        for (Main.TestRun t : runs) {
+            max = Math.max(max, t.durationMs);
+        }
+        b.append("]\ncwd = ").append(toml(o.project.toString())).append('\n');
+        b.append("timeout_ms = ").append(Math.max(10_000, 5 * max)).append("\n\n");
+    }
+
+    // ------------------------------------------------------------ text
+
+    static String toml(String s) {
+        return json(s);
+    }
+
+    /** A JSON (and TOML basic) string. */
+    static String json(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (int k = 0; k < s.length(); k++) {
+            char c = s.charAt(k);
+            if (c == '"' || c == '\\') {
+                b.append('\\').append(c);
+            } else if (c < 0x20 || c == 0x7f) {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    private Out out(String name) throws IOException {
+        return new Out(Files.newBufferedWriter(o.out.resolve(name), StandardCharsets.UTF_8));
+    }
+
+    /** A facts file: TAB-separated rows; TABs and newlines in a column become spaces. */
+    static final class Out implements AutoCloseable {
+        private final BufferedWriter w;
+
+        Out(BufferedWriter w) {
+            this.w = w;
+        }
+
+        void row(String... cols) throws IOException {
+            for (int k = 0; k < cols.length; k++) {
+                if (k > 0) {
+                    w.write('\t');
+                }
+                w.write(cols[k].replace('\t', ' ').replace('\n', ' ').replace('\r', ' '));
+            }
+            w.write('\n');
+        }
+
+        @Override
+        public void close() throws IOException {
+            w.close();
+        }
+    }
+}

@@ -1,0 +1,365 @@
+package org.prosecutor.jvm;
+
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The recorder the instrumented code calls (docs/frontend-java.md "Recording"). One test is
+ * recorded at a time; frames are passed explicitly (each instrumented method keeps its frame
+ * id in a local), so a step is always recorded in the frame that ran it, whatever library code
+ * sits between. Threads that ran a test that was stopped are not recorded again; once a new
+ * test records, their hooks throw {@link Stop} so that they end.
+ */
+public final class Rt {
+    private Rt() {}
+
+    /** Thrown into a test that ran past its time limit, and into threads of abandoned tests. */
+    public static final class Stop extends Error {
+        private static final long serialVersionUID = 1L;
+
+        Stop(String why) {
+            super(why);
+        }
+    }
+
+    static final int OFF = 0;
+    static final int TRACE = 1;
+    static final int FLIP = 2;
+
+    static volatile int mode = OFF;
+    static volatile boolean stop;
+    static volatile String stopReason = "";
+    private static Thread last;
+    static final Set<Thread> stale = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** Every thread that recorded during the current test. */
+    static final Set<Thread> threads = Collections.newSetFromMap(new IdentityHashMap<>());
+
+    // steps
+    static int cap = 2_000_000;
+    static int[] stepStmt = new int[1 << 12];
+    static int[] stepFrame = new int[1 << 12];
+    static byte[] stepBranch = new byte[1 << 12];
+    static int nsteps;
+    static boolean truncated;
+    static final BitSet covered = new BitSet();
+
+    // frames
+    static int[] frameMethod = new int[256];
+    static int[] frameCall = new int[256];
+    static int[] frameLast = new int[256];
+    static int nframes;
+    private static int[] stack = new int[256];
+    private static int depth;
+
+    // heap rows
+    static int[] heapStep = new int[256];
+    static int[] heapSite = new int[256];
+    static long[] heapObj = new long[256];
+    static int nheap;
+    private static final IdentityHashMap<Object, Integer> ids = new IdentityHashMap<>();
+    private static final Map<Throwable, Integer> firstSeen = new IdentityHashMap<>();
+
+    // statement and site tables (global ids -> data), grown by the registry
+    static int[] siteStmt = new int[0];
+    static long[] siteField = new long[0];
+    static boolean[] siteStatic = new boolean[0];
+
+    // flips
+    static volatile int flipGid = -1;
+    static int flipOccurrence;
+    static int flipCount;
+    static boolean flipped;
+    static long branchEvaluations;
+
+    static synchronized void grow(int nstmts, int nsites) {
+        int old = siteStmt.length;
+        if (nsites > old) {
+            siteStmt = Arrays.copyOf(siteStmt, nsites);
+            siteField = Arrays.copyOf(siteField, nsites);
+            siteStatic = Arrays.copyOf(siteStatic, nsites);
+            for (int k = old; k < nsites; k++) {
+                Bytecode.HeapSite h = Registry.R.sites.get(k);
+                siteStmt[k] = h.stmt.gid;
+                siteField[k] = h.field;
+                siteStatic[k] = h.isStatic;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ test lifecycle (Main)
+
+    /** Starts recording a test: step 0 is the synthetic root statement in frame 0. */
+    static synchronized void begin(int newMode, int stepCap) {
+        cap = Math.max(stepCap, 1);
+        nsteps = 0;
+        nframes = 0;
+        depth = 0;
+        nheap = 0;
+        truncated = false;
+        covered.clear();
+        ids.clear();
+        firstSeen.clear();
+        threads.clear();
+        flipCount = 0;
+        flipped = false;
+        branchEvaluations = 0;
+        stop = false;
+        last = null;
+        int root = newFrame(0, -1);
+        stack[depth++] = root;
+        if (newMode == TRACE) {
+            append(0, root);
+        }
+        mode = newMode;
+    }
+
+    /** Stops recording; the threads that recorded are stale from now on, unless they are {@code keep}. */
+    static synchronized void end(Thread keep) {
+        mode = OFF;
+        for (Thread t : threads) {
+            if (t != keep) {
+                stale.add(t);
+            }
+        }
+        last = null;
+        ids.clear();
+    }
+
+    static synchronized void requestStop(String why) {
+        stopReason = why;
+        stop = true;
+    }
+
+    /** The step where an exception was first seen leaving an instrumented frame, or -1. */
+    static synchronized int failureStep(Throwable t) {
+        for (Throwable x = t; x != null; x = x.getCause()) {
+            Integer s = firstSeen.get(x);
+            if (s != null) {
+                return s;
+            }
+            if (x.getCause() == x) {
+                break;
+            }
+        }
+        return -1;
+    }
+
+    // ------------------------------------------------------------ hooks
+
+    private static boolean accept() {
+        Thread t = Thread.currentThread();
+        if (t != last) {
+            if (stale.contains(t)) {
+                throw new Stop("a test that was stopped is still running in thread " + t.getName());
+            }
+            last = t;
+            threads.add(t);
+        }
+        if (stop) {
+            throw new Stop(stopReason);
+        }
+        return true;
+    }
+
+    public static synchronized int enter(int method) {
+        if (mode != TRACE || !accept() || nsteps >= cap || depth == 0) {
+            return -1;
+        }
+        int caller = stack[depth - 1];
+        int call = frameLast[caller];
+        if (call < 0) {
+            return -1;
+        }
+        int f = newFrame(method, call);
+        if (depth == stack.length) {
+            stack = Arrays.copyOf(stack, depth * 2);
+        }
+        stack[depth++] = f;
+        return f;
+    }
+
+    public static synchronized void step(int stmt, int frame) {
+        if (mode == OFF || !accept()) {
+            return;
+        }
+        if (mode != TRACE) {
+            return;
+        }
+        if (nsteps >= cap) {
+            truncated = true;
+            covered.set(stmt);
+            return;
+        }
+        if (frame < 0 || !top(frame)) {
+            return;
+        }
+        append(stmt, frame);
+    }
+
+    public static synchronized void leave(int frame) {
+        if (mode == TRACE && frame >= 0 && top(frame)) {
+            depth--;
+        }
+    }
+
+    public static synchronized void unwind(Throwable t, int frame) {
+        if (mode != TRACE || frame < 0) {
+            return;
+        }
+        if (!firstSeen.containsKey(t) && frameLast[frame] >= 0) {
+            firstSeen.put(t, frameLast[frame]);
+        }
+        if (top(frame)) {
+            depth--;
+        }
+    }
+
+    public static synchronized void caught(int frame) {
+        if (mode == TRACE && frame >= 0) {
+            top(frame);
+        }
+    }
+
+    public static boolean br1(int v, int op, int stmt) {
+        boolean taken;
+        switch (op) {
+            case 153: taken = v == 0; break; // IFEQ
+            case 154: taken = v != 0; break; // IFNE
+            case 155: taken = v < 0; break; // IFLT
+            case 156: taken = v >= 0; break; // IFGE
+            case 157: taken = v > 0; break; // IFGT
+            default: taken = v <= 0; break; // IFLE
+        }
+        return outcome(stmt, taken);
+    }
+
+    public static boolean br2(int a, int b, int op, int stmt) {
+        boolean taken;
+        switch (op) {
+            case 159: taken = a == b; break; // IF_ICMPEQ
+            case 160: taken = a != b; break; // IF_ICMPNE
+            case 161: taken = a < b; break; // IF_ICMPLT
+            case 162: taken = a >= b; break; // IF_ICMPGE
+            case 163: taken = a > b; break; // IF_ICMPGT
+            default: taken = a <= b; break; // IF_ICMPLE
+        }
+        return outcome(stmt, taken);
+    }
+
+    public static boolean bra(Object a, Object b, int op, int stmt) {
+        return outcome(stmt, op == 165 ? a == b : a != b); // IF_ACMPEQ / IF_ACMPNE
+    }
+
+    public static boolean brn(Object a, int op, int stmt) {
+        return outcome(stmt, op == 198 ? a == null : a != null); // IFNULL / IFNONNULL
+    }
+
+    /** Records a branch outcome (1 = the jump is taken) and applies a flip. */
+    private static synchronized boolean outcome(int stmt, boolean taken) {
+        if (mode == OFF || Thread.currentThread() != last) {
+            return taken;
+        }
+        if (stmt == flipGid && ++flipCount == flipOccurrence) {
+            taken = !taken;
+            flipped = true;
+        }
+        if (mode == TRACE && nsteps > 0 && nsteps <= cap && stepStmt[nsteps - 1] == stmt
+                && stepBranch[nsteps - 1] < 0) {
+            stepBranch[nsteps - 1] = (byte) (taken ? 1 : 0);
+        }
+        return taken;
+    }
+
+    /** A heap use of the object {@code o} at a site of the statement just recorded. */
+    public static void hu(Object o, int site) {
+        heap(o, site);
+    }
+
+    public static void hd(Object o, int site) {
+        heap(o, site);
+    }
+
+    /** A static field's cell. */
+    public static void hs(int site) {
+        heap(null, site);
+    }
+
+    private static synchronized void heap(Object o, int site) {
+        if (mode != TRACE || nsteps == 0 || nsteps > cap || Thread.currentThread() != last) {
+            return;
+        }
+        if (site >= siteStmt.length || stepStmt[nsteps - 1] != siteStmt[site]) {
+            return;
+        }
+        long cell;
+        if (siteStatic[site]) {
+            cell = (1L << 60) + siteField[site];
+        } else if (o == null) {
+            return;
+        } else {
+            Integer id = ids.get(o);
+            if (id == null) {
+                id = ids.size() + 1;
+                ids.put(o, id);
+            }
+            cell = siteField[site] < 0 ? id : (1L << 40) + ((long) id << 16) + siteField[site];
+        }
+        if (nheap == heapStep.length) {
+            heapStep = Arrays.copyOf(heapStep, nheap * 2);
+            heapSite = Arrays.copyOf(heapSite, nheap * 2);
+            heapObj = Arrays.copyOf(heapObj, nheap * 2);
+        }
+        heapStep[nheap] = nsteps - 1;
+        heapSite[nheap] = site;
+        heapObj[nheap] = cell;
+        nheap++;
+    }
+
+    // ------------------------------------------------------------ internals
+
+    private static int newFrame(int method, int call) {
+        if (nframes == frameMethod.length) {
+            int n = nframes * 2;
+            frameMethod = Arrays.copyOf(frameMethod, n);
+            frameCall = Arrays.copyOf(frameCall, n);
+            frameLast = Arrays.copyOf(frameLast, n);
+        }
+        frameMethod[nframes] = method;
+        frameCall[nframes] = call;
+        frameLast[nframes] = -1;
+        return nframes++;
+    }
+
+    /** Makes {@code frame} the top of the stack (frames above it were left); false if not on it. */
+    private static boolean top(int frame) {
+        if (depth > 0 && stack[depth - 1] == frame) {
+            return true;
+        }
+        for (int k = depth - 2; k >= 0; k--) {
+            if (stack[k] == frame) {
+                depth = k + 1;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void append(int stmt, int frame) {
+        if (nsteps == stepStmt.length) {
+            int n = nsteps * 2;
+            stepStmt = Arrays.copyOf(stepStmt, n);
+            stepFrame = Arrays.copyOf(stepFrame, n);
+            stepBranch = Arrays.copyOf(stepBranch, n);
+        }
+        stepStmt[nsteps] = stmt;
+        stepFrame[nsteps] = frame;
+        stepBranch[nsteps] = -1;
+        frameLast[frame] = nsteps;
+        covered.set(stmt);
+        nsteps++;
+    }
+}
