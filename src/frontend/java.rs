@@ -8,7 +8,7 @@
 //! its own copy). [`trace`] runs
 //!
 //! ```text
-//! java -javaagent:AGENT.jar -cp AGENT.jar:ASM:CLASSES:TEST_CLASSES:USER_CP:JUNIT \
+//! java -XX:+UnlockExperimentalVMOptions -XX:hashCode=2 -javaagent:AGENT.jar -cp AGENT.jar:ASM:CLASSES:TEST_CLASSES:USER_CP:JUNIT \
 //!      org.prosecutor.jvm.Main trace --out DUMP --project PROJECT --classes CLASSES \
 //!      --test-classes TEST_CLASSES [--source-root DIR]... --step-cap N --test-timeout-ms MS \
 //!      --max-passing N TEST...
@@ -621,6 +621,11 @@ fn command(r: &Run, opts: &JavaTraceOptions, tc: &Toolchain, agent_dir: &Path) -
     javaagent.push(&agent);
     let mut argv: Vec<OsString> = vec![
         tc.java.clone().into(),
+        // Identity hash codes all 1: a HashSet of objects without their own hashCode iterates in
+        // insertion order, the same in the traced run and in every flip run (a JVM's default
+        // codes differ run to run, and so would the evaluations a flip counts).
+        "-XX:+UnlockExperimentalVMOptions".into(),
+        "-XX:hashCode=2".into(),
         javaagent,
         "-cp".into(),
         join_list(cp),
@@ -1026,6 +1031,8 @@ outcome = "pass"
         .join(":");
         let want = vec![
             a(&pd),
+            "-XX:+UnlockExperimentalVMOptions".into(),
+            "-XX:hashCode=2".into(),
             format!("-javaagent:{}", a(&agent)),
             "-cp".into(),
             cp,

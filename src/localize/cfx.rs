@@ -659,7 +659,8 @@ impl<'a> Runner<'a> {
     }
 }
 
-const NO_SERVE: &str = "the dump's [rerun] has no serve command (an older dump)";
+const NO_SERVE: &str =
+    "the dump's [rerun] has no serve command (an older dump, or a front-end without a warm runner)";
 const IMPORT_TIME: &str = "flips in import-time code, run by the warm runner in a new process";
 /// The least time the warm runner gets to start (import and collect).
 const HANDSHAKE_MIN: Duration = Duration::from_secs(30);

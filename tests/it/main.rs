@@ -9,6 +9,7 @@ mod docs_commands;
 mod epg_fixtures;
 mod eval;
 mod html;
+mod java_fixtures;
 mod java_frontend;
 mod localize;
 mod python_defects;

@@ -113,6 +113,8 @@ final class Bytecode {
 
         /** The constructor of the instrumented method's super() or this() call, or null. */
         AbstractInsnNode superCall;
+        /** Its index in the original instruction list. */
+        int superIndex = -1;
 
         MethodModel(String owner, String name, String desc, String role, String file) {
             this(owner, name, desc, role, file, owner.replace('/', '.') + "." + name);
@@ -239,6 +241,7 @@ final class Bytecode {
             controlFlow();
             if ("<init>".equals(mn.name)) {
                 m.superCall = superCall();
+                m.superIndex = m.superCall == null ? -1 : insns.indexOf(m.superCall);
             }
         }
 

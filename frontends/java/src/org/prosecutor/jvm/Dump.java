@@ -154,6 +154,7 @@ final class Dump {
 
     private void traces() throws IOException {
         int truncated = 0;
+        int dropped = 0;
         try (Out frame = out("frame.facts"); Out step = out("step.facts");
                 Out branch = out("branch.facts"); Out heap = out("heap.facts")) {
             for (int k = 0; k < runs.size(); k++) {
@@ -190,10 +191,17 @@ final class Dump {
                 if (t.truncated) {
                     truncated++;
                 }
+                if (t.objectsDropped > 0) {
+                    dropped++;
+                }
             }
         }
         if (truncated > 0) {
             warnings.add(truncated + " traces were cut at the step cap (--step-cap " + o.stepCap + ")");
+        }
+        if (dropped > 0) {
+            warnings.add(dropped + " traces touch more than " + Rt.MAX_OBJECTS + " objects: the heap"
+                    + " accesses of the others are not recorded (their values flow by variable only)");
         }
     }
 
@@ -312,10 +320,6 @@ final class Dump {
             }
             b.append("duration_ms = ").append(t.durationMs).append("\n\n");
         }
-        if (r.droppedTimeouts > 0) {
-            warnings.add(r.droppedTimeouts + " JUnit @Test(timeout = ...) limits were lifted while tracing"
-                    + " (a traced test runs slower); the per-test limit is " + o.testTimeoutMs + " ms");
-        }
         List<String> all = new ArrayList<>(r.warnings);
         all.addAll(warnings);
         b.append("[notes]\nwarnings = [");
@@ -323,6 +327,9 @@ final class Dump {
             b.append(k == 0 ? "" : ", ").append(toml(all.get(k)));
         }
         b.append("]\nuntraced_tests = ").append(untraced).append('\n');
+        // JUnit @Test(timeout = ...) limits lifted while tracing (the per-test limit applies)
+        b.append("junit_timeouts_lifted = ").append(r.droppedTimeouts).append('\n');
+        b.append("test_timeout_ms = ").append(o.testTimeoutMs).append('\n');
         Files.write(o.out.resolve("manifest.toml"), b.toString().getBytes(StandardCharsets.UTF_8));
     }
 

@@ -124,7 +124,9 @@ final class Instrument {
             pre.add(new LdcInsnNode(s.gid));
             pre.add(new VarInsnNode(Opcodes.ILOAD, fl));
             pre.add(call("step", "(II)V"));
-            heap(s, m, pre, next);
+            if (!beforeSuper(m, s)) {
+                heap(s, m, pre, next); // before super(), `this` is uninitialized: no hook may see it
+            }
             branch(s, pre);
             code.insertBefore(s.anchor, pre);
             int op = s.anchor.getOpcode();
@@ -162,6 +164,14 @@ final class Instrument {
             mn.tryCatchBlocks.add(new TryCatchBlockNode(start, end, handler, null));
         }
         mn.maxLocals = next[0];
+    }
+
+    /** Whether a constructor's statement runs before its super() or this() call. */
+    private static boolean beforeSuper(MethodModel m, Stmt s) {
+        if (!"<init>".equals(m.name)) {
+            return false;
+        }
+        return m.superCall == null || s.insnIndex < m.superIndex;
     }
 
     private static MethodInsnNode call(String name, String desc) {

@@ -233,10 +233,11 @@ public final class Main {
     }
 
     /**
-     * The test thread's stack: room for the hooks' extra locals, so that a test that recurses
-     * deeply plainly does not overflow traced (the JVM's default is 1 MB on 64-bit Linux).
+     * The test thread's stack: room for {@link Rt#MAX_DEPTH} instrumented frames with library
+     * frames between them, so that the recorder's limit, not the JVM's, ends a recursion without
+     * end (the JVM's default stack is 1 MB on 64-bit Linux; this is reserved, not touched).
      */
-    static final long TEST_STACK_BYTES = 4L << 20;
+    static final long TEST_STACK_BYTES = 16L << 20;
 
     /** Runs one test in a thread of its own, under the time limit; records it in {@code mode}. */
     static TestRun runOne(Selected t, int mode, Options o) {
@@ -246,7 +247,7 @@ public final class Main {
                 TEST_STACK_BYTES);
         worker.setDaemon(true);
         long start = System.nanoTime();
-        Rt.begin(mode, o.stepCap);
+        Rt.begin(mode, o.stepCap, worker);
         worker.start();
         boolean stopped = waitFor(worker, o.testTimeoutMs);
         long ms = (System.nanoTime() - start) / 1_000_000;
@@ -257,7 +258,7 @@ public final class Main {
         if (mode == Rt.TRACE) {
             run.trace = Recording.take(f == null ? null : f.getException());
         }
-        Rt.end(null);
+        Rt.end();
         if (result[0] == null) {
             run.outcome = "fail";
             run.failureKind = "timeout";

@@ -15,6 +15,7 @@ final class Recording {
     long[] heapObj;
     BitSet covered;
     boolean truncated;
+    int objectsDropped;
     int failureStep;
 
     int steps() {
@@ -35,6 +36,7 @@ final class Recording {
             r.heapObj = Arrays.copyOf(Rt.heapObj, Rt.nheap);
             r.covered = (BitSet) Rt.covered.clone();
             r.truncated = Rt.truncated;
+            r.objectsDropped = Rt.objectsDropped;
             int s = failure == null ? -1 : Rt.failureStep(failure);
             r.failureStep = s >= 0 && s < n ? s : n - 1;
             return r;

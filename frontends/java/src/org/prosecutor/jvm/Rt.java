@@ -33,10 +33,9 @@ public final class Rt {
     static volatile int mode = OFF;
     static volatile boolean stop;
     static volatile String stopReason = "";
-    private static Thread last;
-    static final Set<Thread> stale = Collections.newSetFromMap(new IdentityHashMap<>());
-    /** Every thread that recorded during the current test. */
-    static final Set<Thread> threads = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** The thread that runs the current test: the only one recorded (the hooks are not locked). */
+    private static volatile Thread owner;
+    static final Set<Thread> stale = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     // steps
     static int cap = 2_000_000;
@@ -93,22 +92,24 @@ public final class Rt {
     // ------------------------------------------------------------ test lifecycle (Main)
 
     /** Starts recording a test: step 0 is the synthetic root statement in frame 0. */
-    static synchronized void begin(int newMode, int stepCap) {
+    static synchronized void begin(int newMode, int stepCap, Thread testThread) {
         cap = Math.max(stepCap, 1);
         nsteps = 0;
         nframes = 0;
         depth = 0;
         nheap = 0;
+        calls = 0;
         truncated = false;
         covered.clear();
         ids.clear();
+        java.util.Arrays.fill(recent, null);
+        objectsDropped = 0;
         firstSeen.clear();
-        threads.clear();
         flipCount = 0;
         flipped = false;
         branchEvaluations = 0;
         stop = false;
-        last = null;
+        owner = testThread;
         int root = newFrame(0, -1);
         stack[depth++] = root;
         if (newMode == TRACE) {
@@ -117,16 +118,16 @@ public final class Rt {
         mode = newMode;
     }
 
-    /** Stops recording; the threads that recorded are stale from now on, unless they are {@code keep}. */
-    static synchronized void end(Thread keep) {
+    /** Stops recording; a test thread still alive is stale from now on (its hooks throw Stop). */
+    static synchronized void end() {
         mode = OFF;
-        for (Thread t : threads) {
-            if (t != keep) {
-                stale.add(t);
-            }
+        Thread t = owner;
+        if (t != null && t.isAlive()) {
+            stale.add(t);
         }
-        last = null;
+        owner = null;
         ids.clear();
+        java.util.Arrays.fill(recent, null);
     }
 
     static synchronized void requestStop(String why) {
@@ -135,7 +136,7 @@ public final class Rt {
     }
 
     /** The step where an exception was first seen leaving an instrumented frame, or -1. */
-    static synchronized int failureStep(Throwable t) {
+    static int failureStep(Throwable t) {
         for (Throwable x = t; x != null; x = x.getCause()) {
             Integer s = firstSeen.get(x);
             if (s != null) {
@@ -150,14 +151,14 @@ public final class Rt {
 
     // ------------------------------------------------------------ hooks
 
+    /** Whether the calling thread is the test's (other threads are not recorded). */
     private static boolean accept() {
         Thread t = Thread.currentThread();
-        if (t != last) {
+        if (t != owner) {
             if (stale.contains(t)) {
                 throw new Stop("a test that was stopped is still running in thread " + t.getName());
             }
-            last = t;
-            threads.add(t);
+            return false;
         }
         if (stop) {
             throw new Stop(stopReason);
@@ -165,16 +166,45 @@ public final class Rt {
         return true;
     }
 
-    public static synchronized int enter(int method) {
-        if (mode != TRACE || !accept() || nsteps >= cap || depth == 0) {
+    /**
+     * Instrumented frames a test may have open at once: past it, a call throws
+     * StackOverflowError. The JVM's own limit depends on the JIT (compiled frames are smaller), so
+     * a test that recurses without end would fail at a different depth in every run, and a flip
+     * run could not count a branch's evaluations as its traced run did; this limit is the same in
+     * every run, and below the JVM's on the test thread's stack (Main.TEST_STACK_BYTES).
+     */
+    static final int MAX_DEPTH = 10_000;
+
+    /** Open instrumented frames of the test (tracked in every mode, past the step cap too). */
+    private static int calls;
+    private static int[] frameCalls = new int[256];
+
+    /**
+     * Opens a frame. Returns its id (>= 0) when it is recorded, else {@code -(depth + 2)} so that
+     * leave/unwind/caught can restore the depth, or -1 when no test runs.
+     */
+    public static int enter(int method) {
+        if (mode == OFF || !accept()) {
             return -1;
+        }
+        if (calls >= MAX_DEPTH) {
+            throw new StackOverflowError("more than " + MAX_DEPTH + " nested calls of traced methods"
+                    + " (the recorder's limit, the same in every run)");
+        }
+        int at = calls++;
+        if (mode != TRACE || nsteps >= cap || depth == 0) {
+            return -(at + 2);
         }
         int caller = stack[depth - 1];
         int call = frameLast[caller];
         if (call < 0) {
-            return -1;
+            return -(at + 2);
         }
         int f = newFrame(method, call);
+        if (f == frameCalls.length) {
+            frameCalls = Arrays.copyOf(frameCalls, f * 2);
+        }
+        frameCalls[f] = at;
         if (depth == stack.length) {
             stack = Arrays.copyOf(stack, depth * 2);
         }
@@ -182,7 +212,16 @@ public final class Rt {
         return f;
     }
 
-    public static synchronized void step(int stmt, int frame) {
+    /** Restores the count of open frames to that of {@code frame}'s caller (+1: the frame itself). */
+    private static void restore(int frame, int plus) {
+        if (frame >= 0) {
+            calls = frameCalls[frame] + plus;
+        } else if (frame <= -2) {
+            calls = -frame - 2 + plus;
+        }
+    }
+
+    public static void step(int stmt, int frame) {
         if (mode == OFF || !accept()) {
             return;
         }
@@ -200,13 +239,21 @@ public final class Rt {
         append(stmt, frame);
     }
 
-    public static synchronized void leave(int frame) {
+    public static void leave(int frame) {
+        if (mode == OFF || Thread.currentThread() != owner) {
+            return;
+        }
+        restore(frame, 0);
         if (mode == TRACE && frame >= 0 && top(frame)) {
             depth--;
         }
     }
 
-    public static synchronized void unwind(Throwable t, int frame) {
+    public static void unwind(Throwable t, int frame) {
+        if (mode == OFF || Thread.currentThread() != owner) {
+            return;
+        }
+        restore(frame, 0);
         if (mode != TRACE || frame < 0) {
             return;
         }
@@ -218,7 +265,11 @@ public final class Rt {
         }
     }
 
-    public static synchronized void caught(int frame) {
+    public static void caught(int frame) {
+        if (mode == OFF || Thread.currentThread() != owner) {
+            return;
+        }
+        restore(frame, 1);
         if (mode == TRACE && frame >= 0) {
             top(frame);
         }
@@ -259,8 +310,8 @@ public final class Rt {
     }
 
     /** Records a branch outcome (1 = the jump is taken) and applies a flip. */
-    private static synchronized boolean outcome(int stmt, boolean taken) {
-        if (mode == OFF || Thread.currentThread() != last) {
+    private static boolean outcome(int stmt, boolean taken) {
+        if (mode == OFF || Thread.currentThread() != owner) {
             return taken;
         }
         if (stmt == flipGid && ++flipCount == flipOccurrence) {
@@ -288,8 +339,8 @@ public final class Rt {
         heap(null, site);
     }
 
-    private static synchronized void heap(Object o, int site) {
-        if (mode != TRACE || nsteps == 0 || nsteps > cap || Thread.currentThread() != last) {
+    private static void heap(Object o, int site) {
+        if (mode != TRACE || nsteps == 0 || nsteps > cap || Thread.currentThread() != owner) {
             return;
         }
         if (site >= siteStmt.length || stepStmt[nsteps - 1] != siteStmt[site]) {
@@ -301,10 +352,9 @@ public final class Rt {
         } else if (o == null) {
             return;
         } else {
-            Integer id = ids.get(o);
-            if (id == null) {
-                id = ids.size() + 1;
-                ids.put(o, id);
+            int id = idOf(o);
+            if (id < 0) {
+                return;
             }
             cell = siteField[site] < 0 ? id : (1L << 40) + ((long) id << 16) + siteField[site];
         }
@@ -317,6 +367,39 @@ public final class Rt {
         heapSite[nheap] = site;
         heapObj[nheap] = cell;
         nheap++;
+    }
+
+    /**
+     * Objects given an identity per test, at most this many: the JVM runs with identity hash
+     * codes all equal (-XX:hashCode=2, so that a flip run iterates identity-hashed sets in the
+     * traced run's order), which makes each lookup in the identity map linear in its size.
+     */
+    static final int MAX_OBJECTS = 20_000;
+    static int objectsDropped;
+    private static final Object[] recent = new Object[8];
+    private static final int[] recentId = new int[8];
+    private static int recentNext;
+
+    /** The object's identity in this test (1, 2, ...), or -1 past MAX_OBJECTS. */
+    private static int idOf(Object o) {
+        for (int k = 0; k < recent.length; k++) {
+            if (recent[k] == o) {
+                return recentId[k];
+            }
+        }
+        Integer id = ids.get(o);
+        if (id == null) {
+            if (ids.size() >= MAX_OBJECTS) {
+                objectsDropped++;
+                return -1;
+            }
+            id = ids.size() + 1;
+            ids.put(o, id);
+        }
+        recent[recentNext] = o;
+        recentId[recentNext] = id;
+        recentNext = (recentNext + 1) % recent.length;
+        return id;
     }
 
     // ------------------------------------------------------------ internals
