@@ -9,6 +9,9 @@ For each case of a `prosecutor eval` manifest (TOML, `[[case]]` with `name`, `di
 `src` that is a file stands for its folder, as in `eval`), measures the wall time of
 
   plain     the test command, run in `dir` (a non-zero exit is expected: a test fails);
+            for a Java case (`language = "java"`), JUnitCore on its test classes with its
+            class directories, `classpath` and JUnit 4 (Debian's jars, or
+            $PROSECUTOR_JUNIT_JARS), and trace / localize get --java and its class flags;
   trace     BIN trace --src SRC --out TMP --test-timeout T -- TEST, run in `dir`;
   localize  BIN localize --src SRC --format json --test-timeout T -- TEST, run in `dir`
             (trace + inference + counterfactual experiments; its dump goes to a temporary
@@ -89,6 +92,24 @@ def resolve_path(base, p):
     return p if p.is_absolute() else base / p
 
 
+JUNIT_JARS = ["/usr/share/java/junit4.jar", "/usr/share/java/hamcrest.jar"]
+
+
+def resolve_java(raw, base, case):
+    """A Java case's class directories, class path and source roots (`eval`'s keys)."""
+    d = Path(case["dir"])
+    case["java"] = {
+        "classes": str(resolve_path(base, raw.get("classes", "")).resolve()),
+        "test_classes": str(resolve_path(base, raw.get("test_classes", "")).resolve()),
+        "classpath": [str(resolve_path(base, c).resolve()) for c in raw.get("classpath", [])],
+        "source_roots": [str(resolve_path(d, r)) for r in raw.get("source_roots", [])],
+    }
+    if not (raw.get("classes") and raw.get("test_classes")):
+        case["error"] = "a Java case needs `classes` and `test_classes`"
+    elif any("::" in t for t in case["test"]):
+        case["error"] = "the plain JUnit run takes test classes only, not Class::method"
+
+
 def resolve_case(raw, base):
     """name, dir, src_dir, test, timeout and, when the case cannot be run, `error`."""
     case = {"name": raw.get("name", "?"), "timeout": raw.get("timeout")}
@@ -99,7 +120,11 @@ def resolve_case(raw, base):
     src = resolve_path(d, raw["src"])
     case.update(dir=str(d), test=list(raw["test"]),
                 src=str(src if src.is_dir() else src.parent))
-    if not d.is_dir():
+    if raw.get("language") == "java":
+        resolve_java(raw, base, case)
+    if "error" in case:
+        pass
+    elif not d.is_dir():
         case["error"] = f"dir {d} is not a directory"
     elif not src.exists():
         case["error"] = f"src {src} does not exist"
@@ -132,10 +157,30 @@ def run_timed(argv, cwd, stdout):
             "stderr": tail}
 
 
+def java_plain(case):
+    """The plain JUnit run of a Java case's test classes (JUnitCore, JUnit 4)."""
+    j = case["java"]
+    junit = os.environ.get("PROSECUTOR_JUNIT_JARS")
+    cp = [j["classes"], j["test_classes"], *j["classpath"],
+          *(junit.split(":") if junit else JUNIT_JARS)]
+    return ["java", "-cp", ":".join(cp), "org.junit.runner.JUnitCore", *case["test"]]
+
+
+def java_flags(case):
+    j = case["java"]
+    flags = ["--java", "--classes", j["classes"], "--test-classes", j["test_classes"]]
+    if j["classpath"]:
+        flags += ["--cp", ":".join(j["classpath"])]
+    for r in j["source_roots"]:
+        flags += ["--source-root", r]
+    return flags
+
+
 def step_argv(step, case, binary, timeout, tmp):
     if step == "plain":
-        return case["test"]
-    common = ["--src", case["src"], "--test-timeout", str(timeout)]
+        return java_plain(case) if "java" in case else case["test"]
+    what = java_flags(case) if "java" in case else ["--src", case["src"]]
+    common = [*what, "--test-timeout", str(timeout)]
     if step == "trace":
         return [str(binary), "trace", *common, "--out", str(Path(tmp) / "dump"),
                 "--", *case["test"]]
