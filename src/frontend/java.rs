@@ -1071,7 +1071,8 @@ outcome = "pass"
         o.source_roots = vec![p.path().to_owned()];
         trace_with(&o, &tc, cache.path(), SOURCES).expect("trace");
         let argv = std::fs::read_to_string(&argv_file).unwrap();
-        let cp = argv.lines().nth(4).unwrap();
+        // java, the two -XX flags, -javaagent, -cp, then the class path
+        let cp = argv.lines().nth(5).unwrap();
         assert!(
             cp.ends_with(&format!(
                 "build/test-classes:{}",

@@ -347,10 +347,9 @@ final class Dump {
             cmd.add("--source-root");
             cmd.add(p.toString());
         }
-        if (o.testTimeoutMs > 0) {
-            cmd.add("--test-timeout-ms");
-            cmd.add(Long.toString(o.testTimeoutMs));
-        }
+        // No --test-timeout-ms: the core times each re-run and kills it (outcome `timeout`).
+        cmd.add("--test-timeout-ms");
+        cmd.add("0");
         cmd.addAll(List.of("--test", "{test}", "--stmt", "{stmt}", "--occurrence", "{occurrence}",
                 "--out", "{out}"));
         b.append("[rerun]\ncommand = [");

@@ -281,7 +281,7 @@ public final class Main {
     @SuppressWarnings("deprecation")
     static boolean waitFor(Thread worker, long limitMs) {
         try {
-            worker.join(limitMs);
+            worker.join(limitMs); // 0: no limit (a flip run: the core kills it)
             if (!worker.isAlive()) {
                 return false;
             }
@@ -289,7 +289,11 @@ public final class Main {
             worker.interrupt();
             worker.join(2000);
             if (worker.isAlive()) {
-                worker.stop();
+                try {
+                    worker.stop();
+                } catch (UnsupportedOperationException e) {
+                    // JDK 20+: the thread keeps running; it is stale and its hooks throw Stop
+                }
                 worker.join(1000);
             }
         } catch (InterruptedException e) {
