@@ -16,18 +16,20 @@ import pytest
 try:
     import tomllib
 except ImportError:  # before Python 3.11
-    tomllib = pytest.importorskip("tomli")
+    import tomli as tomllib  # scripts/test installs it on Pythons before 3.11
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "quixbugs_manifest.py"
 DEFAULT_JARS = "/usr/share/java/junit4.jar:/usr/share/java/hamcrest.jar"
 JARS = os.environ.get("PROSECUTOR_JUNIT_JARS", DEFAULT_JARS)
 
+# A missing dependency fails the tests, naming it (scripts/test installs them when missing).
 if shutil.which("javac") is None or shutil.which("java") is None:
-    pytest.skip("no JDK (javac, java) on PATH", allow_module_level=True)
+    pytest.fail("no JDK (javac, java) on PATH: apt-get install default-jdk-headless",
+                pytrace=False)
 if not all(Path(j).exists() for j in JARS.split(":") if j):
-    pytest.skip("JUnit 4 jars missing (%s): install Debian's junit4 or set PROSECUTOR_JUNIT_JARS"
-                % JARS, allow_module_level=True)
+    pytest.fail("JUnit 4 jars missing (%s): install Debian's junit4 and libhamcrest-java or set "
+                "PROSECUTOR_JUNIT_JARS" % JARS, pytrace=False)
 
 # name -> (program, test). ADD's bug is on line 4; HALF's (line 5) loops forever on odd numbers.
 PROGRAMS = {

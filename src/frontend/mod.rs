@@ -24,3 +24,8 @@ pub struct TraceSummary {
     /// The plain pre-run, if it ran and recorded tests (Python only).
     pub plain_run: Option<python::PlainRun>,
 }
+
+/// `p` made absolute against the current directory (as it is when that fails).
+pub(crate) fn absolute(p: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}

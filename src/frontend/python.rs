@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use super::cache;
 pub use super::TraceSummary;
+use super::{absolute, cache};
 
 /// The embedded Python package: (path relative to the package parent directory, contents).
 const PACKAGE: &[(&str, &str)] = &[
@@ -500,10 +500,6 @@ fn run_plain_with(
         return Ok(Err(format!("it recorded no test ({status})")));
     }
     Ok(Ok(PlainRun { tests, seconds }))
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 fn run_command(

@@ -107,15 +107,18 @@ pub fn localize_python_in(
     c
 }
 
-/// Whether the Java front-end's end-to-end tests can run here: they need a JDK (`javac` in
-/// `$JAVA_HOME/bin`, else on PATH). Without one a test returns early, printing why (the only
-/// tests that skip rather than fail on a missing dependency):
-/// `if !jdk_or_skip("test name") { return; }`.
+/// The Java front-end's end-to-end tests need a JDK (`javac` in `$JAVA_HOME/bin`, else on PATH)
+/// with ASM and JUnit 4; without them a test fails, naming what is missing and how to install
+/// it (`scripts/test` installs them when missing).
 #[allow(dead_code)] // for the end-to-end tests of the Java front-end
-pub fn jdk_or_skip(test: &str) -> bool {
-    let ok = prosecutor::frontend::java::jdk_available();
-    if !ok {
-        eprintln!("{test}: skipped: no JDK (`javac` is neither in $JAVA_HOME/bin nor on PATH)");
+pub fn require_jdk(test: &str) {
+    let tc =
+        prosecutor::frontend::java::Toolchain::from_env().and_then(|t| t.check_junit().map(|()| t));
+    if let Err(e) = tc {
+        panic!(
+            "{test}: the Java front-end's tests need a JDK with ASM and JUnit 4: {e} \
+             (apt-get install default-jdk-headless libasm-java junit4 libhamcrest-java; \
+             scripts/test does it when missing)"
+        );
     }
-    ok
 }

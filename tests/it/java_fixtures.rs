@@ -5,8 +5,8 @@
 //! faulty lines' positions are checked.
 //!
 //! Every fixture is copied, compiled and traced once per test process, in a scratch directory
-//! outside the repository (shared by the tests through [`built`]). Without a JDK every test
-//! returns early, saying so (`common::jdk_or_skip`).
+//! outside the repository (shared by the tests through [`built`]). Without a JDK, ASM or JUnit 4
+//! every test fails, naming what is missing (`common::require_jdk`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -265,9 +265,7 @@ fn position(v: &Value, file: &str, line: u32) -> Option<usize> {
 /// vertices with their source lines, then edges with their rules) is deterministic (a second
 /// trace gives the same) and snapshot-tested.
 fn outcomes_and_epg(name: &str) {
-    if !jdk_or_skip(name) {
-        return;
-    }
+    require_jdk(name);
     let b = built(name);
     let t = truth(name);
     let dump = load(&b.dump);
@@ -373,9 +371,7 @@ fn every_fixture_is_tested() {
 /// The real trace of the Java program of Fig. 1 / Fig. 3 gives the hand-encoded dump's
 /// ranking: every line with the same score (within 1e-6) and the same rank.
 fn same_ranking_as_hand_dump(name: &str) {
-    if !jdk_or_skip(name) {
-        return;
-    }
+    require_jdk(name);
     let real = localize_json(&built(name).dump, &["--no-cfx"]);
     let hand = localize_json(&root().join("fixtures/dumps").join(name), &["--no-cfx"]);
     let (real, hand) = (ranking_by_file_name(&real), ranking_by_file_name(&hand));
@@ -435,9 +431,7 @@ fn experiments(v: &Value) -> Vec<(String, u64, u64, String, String)> {
 /// makes it pass; every other flip leaves it failing.
 #[test]
 fn fig3_flip_of_line_21_makes_the_failing_test_pass() {
-    if !jdk_or_skip("fig3_flip_of_line_21_makes_the_failing_test_pass") {
-        return;
-    }
+    require_jdk("fig3_flip_of_line_21_makes_the_failing_test_pass");
     let b = built("leftpad_fig3");
     let mut c = bin();
     c.current_dir(&b.project)
@@ -471,9 +465,7 @@ fn fig3_flip_of_line_21_makes_the_failing_test_pass() {
 /// (`flip_outcomes`: the 3rd evaluation and line 17 pass, the 1st and 2nd fail).
 #[test]
 fn hang_on_flip_experiment_times_out() {
-    if !jdk_or_skip("hang_on_flip_experiment_times_out") {
-        return;
-    }
+    require_jdk("hang_on_flip_experiment_times_out");
     let v = localize_json(&built("hang_on_flip").dump, &["--cfx-timeout", "5"]);
     let ex = experiments(&v);
     let test = "fixtures.hang_on_flip.BitsTest::testCeilPowerOfTwo";
@@ -509,9 +501,7 @@ fn hang_on_flip_experiment_times_out() {
 /// position, and a change that moves the line must update it.
 #[test]
 fn faulty_line_in_top_3_without_experiments() {
-    if !jdk_or_skip("faulty_line_in_top_3_without_experiments") {
-        return;
-    }
+    require_jdk("faulty_line_in_top_3_without_experiments");
     let mut got = Vec::new();
     for name in [
         "try_catch",

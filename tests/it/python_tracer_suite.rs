@@ -25,6 +25,13 @@ fn quixbugs_java_truth_pytest_suite() {
     pytest_suite("corpus/quixbugs-java/test_truth.py");
 }
 
+/// `scripts/quixbugs_manifest.py --java` (`scripts/test_quixbugs_manifest_java.py`: two made-up
+/// programs compiled with javac, JUnit 4 runs; needs the JDK and jars scripts/test installs).
+#[test]
+fn quixbugs_manifest_java_pytest_suite() {
+    pytest_suite("scripts/test_quixbugs_manifest_java.py");
+}
+
 fn pytest_suite(path: &str) {
     require_pytest();
     let o = Command::new("python3")

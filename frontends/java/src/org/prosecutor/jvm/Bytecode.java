@@ -29,8 +29,6 @@ import org.objectweb.asm.tree.TypeInsnNode;
 import org.objectweb.asm.tree.VarInsnNode;
 import org.objectweb.asm.tree.analysis.Analyzer;
 import org.objectweb.asm.tree.analysis.AnalyzerException;
-import org.objectweb.asm.tree.analysis.BasicInterpreter;
-import org.objectweb.asm.tree.analysis.BasicValue;
 import org.objectweb.asm.tree.analysis.Frame;
 import org.objectweb.asm.tree.analysis.SourceInterpreter;
 import org.objectweb.asm.tree.analysis.SourceValue;
@@ -86,6 +84,8 @@ final class Bytecode {
         final LinkedHashSet<Stmt> exceptional = new LinkedHashSet<>();
         boolean loopHead;
         int gid = -1;
+        /** The method it belongs to (set by the registry). */
+        MethodModel owner;
 
         Stmt(int index, AbstractInsnNode anchor, int insnIndex) {
             this.index = index;
@@ -102,14 +102,10 @@ final class Bytecode {
         final String role;
         final String file;
         final List<Stmt> stmts = new ArrayList<>();
-        final Map<AbstractInsnNode, Stmt> byAnchor = new IdentityHashMap<>();
         final List<String> formals = new ArrayList<>();
         String thisVar;
         Stmt entry;
-        int declLine;
         int gid = -1;
-        /** The frames of the original code (types), for the instrumenter's stack spills. */
-        Frame<BasicValue>[] types;
 
         /** The constructor of the instrumented method's super() or this() call, or null. */
         AbstractInsnNode superCall;
@@ -205,7 +201,6 @@ final class Bytecode {
         }
         FlowAnalyzer<SourceValue> sa = new FlowAnalyzer<>(new Sources());
         Frame<SourceValue>[] src = sa.analyze(cn.name, mn);
-        m.types = new Analyzer<>(new BasicInterpreter()).analyze(cn.name, mn);
         new Builder(m, mn, src, sa.edges, kinds).build();
         return m;
     }
@@ -304,9 +299,6 @@ final class Bytecode {
             for (AbstractInsnNode i = insns.getFirst(); i != null; i = i.getNext()) {
                 if (i instanceof LineNumberNode) {
                     line = ((LineNumberNode) i).line;
-                    if (m.declLine == 0) {
-                        m.declLine = line;
-                    }
                     continue;
                 }
                 if (i.getOpcode() < 0 || !reachable(i) || mergedInto.containsKey(i)) {
@@ -328,7 +320,6 @@ final class Bytecode {
                     }
                 }
                 m.stmts.add(s);
-                m.byAnchor.put(i, s);
                 stmtOf.put(i, s);
             }
         }
@@ -393,11 +384,7 @@ final class Bytecode {
         }
 
         static boolean isAnchor(AbstractInsnNode i) {
-            if (isTransparent(i)) {
-                int op = i.getOpcode();
-                return op >= Opcodes.ISTORE && op <= Opcodes.ASTORE; // (not reached: stores are > ALOAD)
-            }
-            return true;
+            return !isTransparent(i); // stores (ISTORE..ASTORE) are not transparent
         }
 
         // ------------------------------------------------------------ operands
@@ -994,8 +981,4 @@ final class Bytecode {
         }
     }
 
-    /** Types on the stack before an instruction (for spills), null where unreachable. */
-    static Frame<BasicValue> typesAt(MethodModel m, int insnIndex) {
-        return m.types[insnIndex];
-    }
 }

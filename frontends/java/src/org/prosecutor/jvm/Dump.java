@@ -209,23 +209,9 @@ final class Dump {
 
     private String stmtId(int gid) {
         return ids.computeIfAbsent(gid, g -> {
-            MethodModel m = methodOf(g);
-            return m.stmtId(r.stmts.get(g));
+            Stmt s = r.stmts.get(g);
+            return s.owner.stmtId(s);
         });
-    }
-
-    private Map<Stmt, MethodModel> owner;
-
-    private MethodModel methodOf(int gid) {
-        if (owner == null) {
-            owner = new HashMap<>();
-            for (MethodModel m : r.methods) {
-                for (Stmt s : m.stmts) {
-                    owner.put(s, m);
-                }
-            }
-        }
-        return owner.get(r.stmts.get(gid));
     }
 
     /** Statement and edge coverage of every test run (traced or not). */
@@ -238,7 +224,7 @@ final class Dump {
                 }
                 BitSet c = t.covered;
                 for (int g = c.nextSetBit(0); g >= 0; g = c.nextSetBit(g + 1)) {
-                    if (methodOf(g) != null && !methodOf(g).stmts.isEmpty()) {
+                    if (!r.stmts.get(g).owner.stmts.isEmpty()) {
                         cov.row(run.id, stmtId(g));
                     }
                 }

@@ -62,6 +62,7 @@ final class Registry implements Bytecode.ClassKind {
             methods.add(m);
             for (Stmt s : m.stmts) {
                 s.gid = stmts.size();
+                s.owner = m;
                 stmts.add(s);
                 for (HeapSite h : s.heap) {
                     h.gid = sites.size();
@@ -73,16 +74,6 @@ final class Registry implements Bytecode.ClassKind {
             }
         }
         Rt.grow(stmts.size(), sites.size());
-    }
-
-    synchronized MethodModel methodOf(int stmtGid) {
-        Stmt s = stmts.get(stmtGid);
-        for (int k = methods.size() - 1; k >= 0; k--) {
-            if (methods.get(k).stmts.contains(s)) {
-                return methods.get(k);
-            }
-        }
-        return null;
     }
 
     synchronized void warn(String w) {

@@ -2,7 +2,6 @@ package org.prosecutor.jvm;
 
 import java.util.Arrays;
 import java.util.BitSet;
-import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -72,7 +71,6 @@ public final class Rt {
     static int flipOccurrence;
     static int flipCount;
     static boolean flipped;
-    static long branchEvaluations;
 
     static synchronized void grow(int nstmts, int nsites) {
         int old = siteStmt.length;
@@ -107,7 +105,6 @@ public final class Rt {
         firstSeen.clear();
         flipCount = 0;
         flipped = false;
-        branchEvaluations = 0;
         stop = false;
         owner = testThread;
         int root = newFrame(0, -1);
