@@ -294,8 +294,10 @@ pub struct TraceArgs {
     /// test: a test's time limit under tracing becomes at least 150 times its plain duration, and
     /// tests whose outcome tracing changes (pass plainly, fail traced, or the reverse) are left
     /// out of the dump with a warning. Skip it for suites too slow to run twice (also
-    /// `PROSECUTOR_PLAIN_RUN=0`; `eval --no-plain-run`).
-    #[arg(long, conflicts_with = "java", help_heading = TRACING)]
+    /// `PROSECUTOR_PLAIN_RUN=0`; `eval --no-plain-run`). With --java the plain run happens in
+    /// the tracing JVM (classes not instrumented) and the time limit is not raised: a test that
+    /// passes plainly and runs past the limit traced is left out.
+    #[arg(long, help_heading = TRACING)]
     pub no_plain_run: bool,
     /// Begin every trace with the import-time code of the modules under test (module and class
     /// bodies run when pytest imports them), so that a wrong module constant, class attribute or
@@ -326,6 +328,15 @@ pub struct TraceArgs {
     /// current directory.
     #[arg(long = "source-root", value_name = "DIR", requires = "java", help_heading = TRACING_JAVA)]
     pub source_roots: Vec<PathBuf>,
+    /// An option for the JVM that runs the tests (repeatable; e.g. `--jvm-arg=-Xmx2g
+    /// --jvm-arg=-Duser.timezone=UTC`); the re-runs of the experiments get it too.
+    #[arg(long = "jvm-arg", value_name = "OPTION", allow_hyphen_values = true, requires = "java", help_heading = TRACING_JAVA)]
+    pub jvm_args: Vec<String>,
+    /// A test whose failure witnesses the fault (repeatable; a class or `Class::method`): any
+    /// other test that fails is left out of the dump, with a warning (e.g. a test that fails for
+    /// a reason unrelated to the bug under study). Default: every failing test.
+    #[arg(long = "witness", value_name = "TEST", requires = "java", help_heading = TRACING_JAVA)]
+    pub witnesses: Vec<String>,
     /// The test command, after `--` (e.g. `-- pytest tests/`); with --java, the JUnit test
     /// classes or methods (e.g. `-- org.example.FooTest org.example.BarTest::testBaz`).
     #[arg(last = true)]
@@ -424,6 +435,9 @@ impl TraceArgs {
             })
             .unwrap_or_default();
         o.source_roots = self.source_roots.clone();
+        o.jvm_args = self.jvm_args.clone();
+        o.witnesses = self.witnesses.clone();
+        o.plain_run &= !self.no_plain_run;
         if let Some(t) = self.test_timeout {
             o.test_timeout = std::time::Duration::from_secs_f64(t);
         }

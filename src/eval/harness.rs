@@ -88,6 +88,8 @@ pub struct Settings<'a> {
 pub struct Run {
     pub tech: Tech,
     pub located: Option<Located>,
+    /// The fault at method level (the methods of its lines, in the line ranking's order).
+    pub located_method: Option<Located>,
     pub seconds: f64,
     pub error: Option<String>,
     /// PROSECUTOR's inference runs that did not converge (model, phase, final change,
@@ -103,6 +105,8 @@ pub struct CaseResult {
     pub error: Option<String>,
     /// Tracing time (0 when the dump was given or reused).
     pub trace_seconds: f64,
+    /// Steps recorded in the failing tests' traces of the dump (0 when it could not be read).
+    pub failing_steps: usize,
     pub runs: Vec<Run>,
     /// The counterfactual experiments of the full PROSECUTOR run (empty without them).
     pub experiments: Vec<ExperimentResult>,
@@ -115,6 +119,7 @@ impl CaseResult {
             kind,
             error: Some(error),
             trace_seconds: 0.0,
+            failing_steps: 0,
             runs: Vec::new(),
             experiments: Vec::new(),
         }
@@ -202,6 +207,9 @@ fn trace_java(
     o.cwd = dir.to_owned();
     o.classpath = j.classpath.clone();
     o.source_roots = j.source_roots.clone();
+    o.jvm_args = j.jvm_args.clone();
+    o.witnesses = j.failing.clone();
+    o.plain_run &= !s.no_plain_run;
     o.test_timeout = timeout.unwrap_or(s.test_timeout);
     crate::frontend::java::trace(&o)
         .map(|_| ())
@@ -304,6 +312,7 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
     if experiments && s.reuse_cfx {
         cache.load(&dump.dir.join("manifest.toml"));
     }
+    let fault_methods = super::score::faulty_methods(&dump, &case.fault);
     let mut runs = Vec::new();
     let mut full_experiments = Vec::new();
     for tech in Tech::all() {
@@ -364,16 +373,21 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         };
         let seconds = start.elapsed().as_secs_f64();
         runs.push(match ranking {
-            Ok((r, not_converged)) => Run {
-                tech,
-                located: Some(locate(&scope(r), &case.fault)),
-                seconds,
-                error: None,
-                not_converged,
-            },
+            Ok((r, not_converged)) => {
+                let r = scope(r);
+                Run {
+                    tech,
+                    located: Some(locate(&r, &case.fault)),
+                    located_method: Some(super::score::locate_method(&r, &fault_methods)),
+                    seconds,
+                    error: None,
+                    not_converged,
+                }
+            }
             Err(e) => Run {
                 tech,
                 located: None,
+                located_method: None,
                 seconds,
                 error: Some(e),
                 not_converged: Vec::new(),
@@ -385,9 +399,24 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         kind: case.kind.clone(),
         error: None,
         trace_seconds,
+        failing_steps: failing_steps(&dump),
         runs,
         experiments: full_experiments,
     }
+}
+
+/// Steps recorded in the traces of the failing tests.
+fn failing_steps(dump: &Dump) -> usize {
+    dump.traces
+        .iter()
+        .filter(|t| {
+            dump.manifest
+                .tests
+                .get(t.test)
+                .is_some_and(|c| c.outcome == crate::dump::Outcome::Fail)
+        })
+        .map(|t| t.steps.len())
+        .sum()
 }
 
 fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), String> {

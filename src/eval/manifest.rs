@@ -30,7 +30,11 @@
 //! classpath = ["lib/extra.jar"]           # optional: more class path entries (relative to this file)
 //! source_roots = ["."]                    # optional: relative to dir (default: src/main/java and
 //!                                         # src/test/java of dir, those that exist, else dir)
-//! test = ["java_testcases.junit.GCD_TEST"]
+//! jvm_args = ["-Xmx2g"]                   # optional: options of the JVM that runs the tests
+//! failing = ["java_testcases.junit.GCD_TEST::test_1"] # optional: the tests whose failure witnesses
+//!                                         # the fault (`trace --witness`); other failing tests are
+//!                                         # left out of the dump
+//! test = ["java_testcases.junit.GCD_TEST"] # `!Class::method` leaves a test out
 //! faulty = ["GCD.java:19"]
 //! timeout = 3
 //! ```
@@ -82,6 +86,10 @@ struct RawCase {
     classpath: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     source_roots: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    jvm_args: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    failing: Option<Spanned<Vec<String>>>,
 }
 
 /// The language of a case: which front-end traces it.
@@ -101,6 +109,10 @@ pub struct JavaEntry {
     pub classpath: Vec<String>,
     /// Relative to `dir`.
     pub source_roots: Vec<String>,
+    /// Options for the JVM that runs the tests (as `trace --jvm-arg`).
+    pub jvm_args: Vec<String>,
+    /// The tests whose failure witnesses the fault (as `trace --witness`; empty: all).
+    pub failing: Vec<String>,
 }
 
 /// One case as written in the manifest (paths not yet resolved or checked).
@@ -196,6 +208,8 @@ impl EvalManifest {
                 ("test_classes", c.test_classes.as_ref().map(Spanned::span)),
                 ("classpath", c.classpath.as_ref().map(Spanned::span)),
                 ("source_roots", c.source_roots.as_ref().map(Spanned::span)),
+                ("jvm_args", c.jvm_args.as_ref().map(Spanned::span)),
+                ("failing", c.failing.as_ref().map(Spanned::span)),
             ];
             if language != Language::Java {
                 if let Some((key, Some(span))) = java_keys.iter().find(|(_, s)| s.is_some()) {
@@ -227,6 +241,8 @@ impl EvalManifest {
                     test_classes: c.test_classes.map(Spanned::into_inner),
                     classpath: c.classpath.map(Spanned::into_inner).unwrap_or_default(),
                     source_roots: c.source_roots.map(Spanned::into_inner).unwrap_or_default(),
+                    jvm_args: c.jvm_args.map(Spanned::into_inner).unwrap_or_default(),
+                    failing: c.failing.map(Spanned::into_inner).unwrap_or_default(),
                 },
             });
         }
@@ -276,6 +292,8 @@ pub struct JavaTarget {
     pub test_classes: PathBuf,
     pub classpath: Vec<PathBuf>,
     pub source_roots: Vec<PathBuf>,
+    pub jvm_args: Vec<String>,
+    pub failing: Vec<String>,
 }
 
 /// A case whose paths are resolved and whose ground truth is checked.
@@ -389,6 +407,8 @@ impl CaseEntry {
             test_classes,
             classpath,
             source_roots,
+            jvm_args: j.jvm_args.clone(),
+            failing: j.failing.clone(),
         })
     }
 
@@ -593,7 +613,9 @@ mod tests {
     fn a_java_case_resolves() {
         let (d, m) = java_project(
             "classes = \"build/classes\"\ntest_classes = \"build/test-classes\"\n\
-             classpath = [\"lib/extra.jar\", \"lib/*\"]\nsource_roots = [\".\"]\n",
+             classpath = [\"lib/extra.jar\", \"lib/*\"]\nsource_roots = [\".\"]\n\
+             jvm_args = [\"-Xmx2g\", \"--add-opens=java.base/java.lang=ALL-UNNAMED\"]\n\
+             failing = [\"T::t\"]\n",
         );
         // read through a relative path: the Java paths come out absolute all the same
         let cwd = std::env::current_dir().unwrap();
@@ -636,6 +658,8 @@ mod tests {
             test_classes: norm(&j.test_classes),
             classpath: j.classpath.iter().map(|p| norm(p)).collect(),
             source_roots: j.source_roots.iter().map(|p| norm(p)).collect(),
+            jvm_args: j.jvm_args.clone(),
+            failing: j.failing.clone(),
         };
         assert_eq!(norm(&std::path::absolute(dir).unwrap()), base.join("qbx"));
         assert_eq!(test, ["java_testcases.junit.GCD_TEST"]);
@@ -647,6 +671,11 @@ mod tests {
                 test_classes: base.join("build/test-classes"),
                 classpath: vec![base.join("lib/extra.jar"), base.join("lib/*")],
                 source_roots: vec![base.join("qbx")],
+                jvm_args: vec![
+                    "-Xmx2g".to_owned(),
+                    "--add-opens=java.base/java.lang=ALL-UNNAMED".to_owned()
+                ],
+                failing: vec!["T::t".to_owned()],
             }
         );
         // absolute paths stay as they are; source roots are optional
@@ -711,6 +740,8 @@ mod tests {
             ("test_classes", "\"t\""),
             ("classpath", "[\"x.jar\"]"),
             ("source_roots", "[\".\"]"),
+            ("jvm_args", "[\"-Xmx1g\"]"),
+            ("failing", "[\"T::t\"]"),
         ] {
             for language in ["", "language = \"python\"\n"] {
                 let text = format!(

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::metrics::aggregate::Summary;
 
 use super::harness::{CaseResult, Run, Tech};
+use super::score::Located;
 
 /// The k of the top-k columns (pessimistic).
 pub const TOP_K: [usize; 5] = [1, 3, 5, 10, 20];
@@ -33,26 +34,46 @@ pub struct TechSummary {
     pub errors: usize,
 }
 
+/// Where a fault is scored: at its lines, or at the methods that hold them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Line,
+    Method,
+}
+
+impl Level {
+    fn of(self, r: &Run) -> Option<&Located> {
+        match self {
+            Level::Line => r.located.as_ref(),
+            Level::Method => r.located_method.as_ref(),
+        }
+    }
+}
+
 /// The run of `tech` in a case (cases without a case-level error have every technique).
 fn run_of(c: &CaseResult, tech: Tech) -> Option<&Run> {
     c.runs.iter().find(|r| r.tech == tech)
 }
 
 /// EXAM of a run; a failed run or an empty ranking counts as examining everything.
-pub fn run_exam(r: &Run) -> f64 {
-    r.located.as_ref().and_then(|l| l.exam()).unwrap_or(1.0)
+fn run_exam(r: &Run, level: Level) -> f64 {
+    level.of(r).and_then(|l| l.exam()).unwrap_or(1.0)
 }
 
 /// Pessimistic position of the fault in a run; not ranked or failed: one past the longest
 /// ranking of the case (so that a short ranking is no advantage).
 pub fn run_position(c: &CaseResult, r: &Run) -> f64 {
-    match r.located.as_ref().and_then(|l| l.position) {
+    run_position_at(c, r, Level::Line)
+}
+
+fn run_position_at(c: &CaseResult, r: &Run, level: Level) -> f64 {
+    match level.of(r).and_then(|l| l.position) {
         Some(p) => p.worst,
         None => {
             let longest = c
                 .runs
                 .iter()
-                .filter_map(|r| r.located.as_ref())
+                .filter_map(|r| level.of(r))
                 .map(|l| l.n_lines)
                 .max()
                 .unwrap_or(0);
@@ -61,7 +82,12 @@ pub fn run_position(c: &CaseResult, r: &Run) -> f64 {
     }
 }
 
+/// Line-level aggregates of every technique.
 pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
+    summarize_at(results, Level::Line)
+}
+
+pub fn summarize_at(results: &[CaseResult], level: Level) -> Vec<TechSummary> {
     let ok: Vec<&CaseResult> = results.iter().filter(|c| c.error.is_none()).collect();
     Tech::all()
         .into_iter()
@@ -69,12 +95,12 @@ pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
             let runs: Vec<&Run> = ok.iter().filter_map(|c| run_of(c, tech)).collect();
             let hit = |k: usize| {
                 runs.iter()
-                    .filter(|r| r.located.as_ref().is_some_and(|l| l.hit(k)))
+                    .filter(|r| level.of(r).is_some_and(|l| l.hit(k)))
                     .count()
             };
             let hit_avg = |k: usize| {
                 runs.iter()
-                    .filter_map(|r| r.located.as_ref())
+                    .filter_map(|r| level.of(r))
                     .map(|l| l.hit_expected(k))
                     .sum()
             };
@@ -83,10 +109,10 @@ pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
                 cases: ok.len(),
                 hits: TOP_K.iter().map(|&k| hit(k)).collect(),
                 hits_avg: TOP_K_AVG.iter().map(|&k| hit_avg(k)).collect(),
-                exam: runs.iter().map(|r| run_exam(r)).collect(),
+                exam: runs.iter().map(|r| run_exam(r, level)).collect(),
                 positions: ok
                     .iter()
-                    .filter_map(|c| run_of(c, tech).map(|r| run_position(c, r)))
+                    .filter_map(|c| run_of(c, tech).map(|r| run_position_at(c, r, level)))
                     .collect(),
                 // time of the runs that produced a ranking (a failure is often instantaneous)
                 seconds: runs
@@ -96,7 +122,7 @@ pub fn summarize(results: &[CaseResult]) -> Vec<TechSummary> {
                     .collect(),
                 not_found: runs
                     .iter()
-                    .filter(|r| r.located.as_ref().is_some_and(|l| !l.found()))
+                    .filter(|r| level.of(r).is_some_and(|l| !l.found()))
                     .count(),
                 errors: runs.iter().filter(|r| r.error.is_some()).count(),
             }
@@ -201,6 +227,13 @@ pub fn summary_md(manifest_name: &str, results: &[CaseResult]) -> String {
         failed
     );
     s.push_str(&technique_table(&sums));
+    s.push_str(
+        "\n## Method level\n\nThe same rankings by method (Table 4 of the paper): a method ranks where its \
+         best line does, the fault is found at the first method holding one of its lines (the \
+         narrowest method spanning a faulty line that has no statement); EXAM = position / \
+         methods ranked.\n\n",
+    );
+    s.push_str(&technique_table(&summarize_at(results, Level::Method)));
     // per-case positions
     s.push_str(
         "\n## Position of the faulty line per case (pessimistic / lines ranked)\n\n| case |",
@@ -272,17 +305,18 @@ pub fn non_convergence_list(results: &[CaseResult]) -> String {
 /// produced a ranking, empty otherwise).
 pub fn cases_csv(results: &[CaseResult]) -> String {
     let mut s = String::from(
-        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,converged,error\n",
+        "case,technique,position_pessimistic,position_average,exam,n_lines,method_position,n_methods,\
+         seconds,trace_seconds,failing_steps,converged,error\n",
     );
     for c in results {
         for t in Tech::all() {
             let name = csv_field(&c.name);
             match (&c.error, run_of(c, t)) {
                 (Some(e), _) => {
-                    let _ = writeln!(s, "{name},{},,,,,,,{}", t.id(), csv_field(&one_line(e)));
+                    let _ = writeln!(s, "{name},{},,,,,,,,,,,{}", t.id(), csv_field(&one_line(e)));
                 }
                 (None, None) => {
-                    let _ = writeln!(s, "{name},{},,,,,,,not run", t.id());
+                    let _ = writeln!(s, "{name},{},,,,,,,,,,,not run", t.id());
                 }
                 (None, Some(r)) => match &r.located {
                     Some(l) => {
@@ -291,23 +325,33 @@ pub fn cases_csv(results: &[CaseResult]) -> String {
                             (_, true) => "yes",
                             (_, false) => "no",
                         };
+                        let (mp, mn) = r
+                            .located_method
+                            .as_ref()
+                            .map_or((String::new(), String::new()), |m| {
+                                (m.pessimistic().to_string(), m.n_lines.to_string())
+                            });
                         let _ = writeln!(
                             s,
-                            "{name},{},{},{},{},{},{:.3},{converged},",
+                            "{name},{},{},{},{},{},{mp},{mn},{:.3},{:.3},{},{converged},",
                             t.id(),
                             l.pessimistic(),
                             fmt_pos(l.average()),
                             l.exam().map_or(String::new(), |e| format!("{e:.6}")),
                             l.n_lines,
-                            r.seconds
+                            r.seconds,
+                            c.trace_seconds,
+                            c.failing_steps
                         );
                     }
                     None => {
                         let _ = writeln!(
                             s,
-                            "{name},{},,,,,{:.3},,{}",
+                            "{name},{},,,,,,,{:.3},{:.3},{},,{}",
                             t.id(),
                             r.seconds,
+                            c.trace_seconds,
+                            c.failing_steps,
                             csv_field(&one_line(r.error.as_deref().unwrap_or("")))
                         );
                     }
@@ -509,6 +553,7 @@ mod tests {
         let run = |tech, nc: &[&str]| Run {
             tech,
             located: Some(located.clone()),
+            located_method: None,
             seconds: 0.5,
             error: None,
             not_converged: nc.iter().map(|x| x.to_string()).collect(),
@@ -518,6 +563,7 @@ mod tests {
             kind: None,
             error: None,
             trace_seconds: 0.0,
+            failing_steps: 0,
             experiments: Vec::new(),
             runs: vec![
                 run(

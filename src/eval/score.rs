@@ -157,6 +157,78 @@ pub fn locate(ranking: &[Ranked], fault: &[FaultyLines]) -> Located {
     }
 }
 
+/// The methods (ids, as in [`Ranked::method`]) that hold a fault's lines: those with an
+/// application statement on a faulty line; for a faulty line without one (a declaration, a
+/// line javac emits nothing for), the method whose statements span it in that file, the
+/// narrowest one.
+pub fn faulty_methods(dump: &crate::dump::Dump, fault: &[FaultyLines]) -> Vec<String> {
+    use crate::dump::Role;
+    let mut out = std::collections::BTreeSet::new();
+    for f in fault {
+        // method -> (first line, last line) of its statements in this file
+        let mut spans: std::collections::BTreeMap<u32, (u32, u32)> = Default::default();
+        for st in dump.stmts.iter().filter(|st| f.file_matches(&st.file)) {
+            if dump.methods[st.method as usize].role != Role::App {
+                continue;
+            }
+            let e = spans.entry(st.method).or_insert((st.line, st.line));
+            *e = (e.0.min(st.line), e.1.max(st.line));
+            if f.lines.contains(&st.line) {
+                out.insert(dump.methods[st.method as usize].id.clone());
+            }
+        }
+        for &l in &f.lines {
+            let on_line = dump
+                .stmts
+                .iter()
+                .any(|st| st.line == l && f.file_matches(&st.file));
+            if on_line {
+                continue;
+            }
+            if let Some((m, _)) = spans
+                .iter()
+                .filter(|(_, (a, b))| *a <= l && l <= *b)
+                .min_by_key(|(_, (a, b))| b - a)
+            {
+                out.insert(dump.methods[*m as usize].id.clone());
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Locates a fault at method level in a line ranking: a method ranks where its best line does
+/// (methods whose best lines tie, tie), and the fault is found where its first method is.
+pub fn locate_method(ranking: &[Ranked], methods: &[String]) -> Located {
+    let mut best: Vec<(&str, usize)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for r in ranking {
+        if seen.insert(r.method.as_str()) {
+            best.push((r.method.as_str(), r.rank));
+        }
+    }
+    let scores: Vec<(u32, f64)> = best
+        .iter()
+        .enumerate()
+        .map(|(i, (_, rank))| (i as u32, -(*rank as f64)))
+        .collect();
+    let faulty: Vec<u32> = best
+        .iter()
+        .enumerate()
+        .filter(|(_, (m, _))| methods.iter().any(|x| x == m))
+        .map(|(i, _)| i as u32)
+        .collect();
+    let r =
+        Ranking::new(scores).unwrap_or_else(|_| Ranking::new(Vec::new()).expect("empty ranking"));
+    let position = r.position(&faulty);
+    Located {
+        n_lines: best.len(),
+        position,
+        ranking: r,
+        faulty,
+    }
+}
+
 /// Keeps the entries `keep` accepts and renumbers the ranks (ties stay ties).
 pub fn filter_ranking(ranking: Vec<Ranked>, keep: impl Fn(&Ranked) -> bool) -> Vec<Ranked> {
     let mut out: Vec<Ranked> = Vec::with_capacity(ranking.len());
@@ -194,6 +266,28 @@ mod tests {
 
     fn fault(s: &str) -> Vec<FaultyLines> {
         vec![FaultyLines::parse(s).unwrap()]
+    }
+
+    #[test]
+    fn methods_rank_where_their_best_line_does() {
+        let mut r = ranking(&[
+            ("a.py", 7, 1),
+            ("a.py", 3, 2),
+            ("a.py", 9, 2),
+            ("a.py", 5, 4),
+        ]);
+        for (e, m) in r.iter_mut().zip(["f", "g", "h", "g"]) {
+            e.method = m.to_owned();
+        }
+        // f: 1st alone; g and h tie at 2-3 (their best lines tie)
+        let l = locate_method(&r, &["g".to_owned()]);
+        assert_eq!((l.n_lines, l.pessimistic(), l.average()), (3, 3.0, 2.5));
+        assert!(l.hit(3) && !l.hit(2));
+        let l = locate_method(&r, &["f".to_owned(), "h".to_owned()]);
+        assert_eq!(l.pessimistic(), 1.0);
+        let l = locate_method(&r, &["k".to_owned()]);
+        assert!(!l.found());
+        assert_eq!(l.pessimistic(), 4.0);
     }
 
     #[test]

@@ -65,6 +65,14 @@ const SOURCES: &[(&str, &str)] = &[
         "src/org/prosecutor/jvm/Registry.java",
         include_str!("../../frontends/java/src/org/prosecutor/jvm/Registry.java"),
     ),
+    (
+        "src/org/prosecutor/jvm/ClassIsolation.java",
+        include_str!("../../frontends/java/src/org/prosecutor/jvm/ClassIsolation.java"),
+    ),
+    (
+        "src/org/prosecutor/jvm/Outcomes.java",
+        include_str!("../../frontends/java/src/org/prosecutor/jvm/Outcomes.java"),
+    ),
 ];
 
 /// The agent jar in the cache directory.
@@ -106,8 +114,18 @@ pub struct JavaTraceOptions {
     /// Where the sources are (directories holding the package trees); empty: `src/main/java` and
     /// `src/test/java` of the project, those that exist, else the project directory itself.
     pub source_roots: Vec<PathBuf>,
-    /// JUnit 4 test classes (`org.example.FooTest`) or methods (`org.example.FooTest::testBar`).
+    /// JUnit 4 test classes (`org.example.FooTest`) or methods (`org.example.FooTest::testBar`);
+    /// `!` before one leaves it out (`!org.example.FooTest::testBroken`).
     pub tests: Vec<String>,
+    /// Options for the JVM that runs the tests (`-Xmx2g`, `-Duser.timezone=UTC`, `--add-opens=...`),
+    /// before the agent's own; the experiments' re-runs inherit them.
+    pub jvm_args: Vec<String>,
+    /// The tests whose failure witnesses the fault (ids or classes); a test failing that is not
+    /// one of them is left out of the dump with a warning. Empty: every failing test counts.
+    pub witnesses: Vec<String>,
+    /// Run the tests once without instrumentation first (in the same JVM) and leave out, with a
+    /// warning, the tests whose outcome tracing changes.
+    pub plain_run: bool,
     /// Per-test time limit; a test running longer fails with `failure_kind = "timeout"`.
     pub test_timeout: Duration,
     /// How many passing tests get a full trace.
@@ -136,6 +154,9 @@ impl JavaTraceOptions {
             classpath: Vec::new(),
             source_roots: Vec::new(),
             tests,
+            jvm_args: Vec::new(),
+            witnesses: Vec::new(),
+            plain_run: true,
             test_timeout: Duration::from_secs(10),
             max_passing: 20,
             step_cap: 2_000_000,
@@ -622,12 +643,15 @@ fn command(r: &Run, opts: &JavaTraceOptions, tc: &Toolchain, agent_dir: &Path) -
         // codes differ run to run, and so would the evaluations a flip counts).
         "-XX:+UnlockExperimentalVMOptions".into(),
         "-XX:hashCode=2".into(),
+    ];
+    argv.extend(opts.jvm_args.iter().map(OsString::from));
+    argv.extend([
         javaagent,
         "-cp".into(),
         join_list(cp),
         MAIN_CLASS.into(),
         "trace".into(),
-    ];
+    ]);
     let mut flag = |f: &str, v: &OsStr| {
         argv.push(f.into());
         argv.push(v.to_owned());
@@ -645,6 +669,12 @@ fn command(r: &Run, opts: &JavaTraceOptions, tc: &Toolchain, agent_dir: &Path) -
         opts.test_timeout.as_millis().to_string().as_ref(),
     );
     flag("--max-passing", opts.max_passing.to_string().as_ref());
+    for w in &opts.witnesses {
+        flag("--witness", w.as_ref());
+    }
+    if !opts.plain_run {
+        flag("--plain-run", "off".as_ref());
+    }
     argv.extend(opts.tests.iter().map(OsString::from));
     argv
 }

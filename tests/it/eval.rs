@@ -69,16 +69,18 @@ pub(crate) fn redact_times(md: &str) -> String {
         .join("\n")
 }
 
-/// Rows of cases.csv: case, technique, pessimistic, average, exam, n_lines, seconds, converged, error.
+/// Rows of cases.csv: case, technique, pessimistic, average, exam, n_lines, method position,
+/// n_methods, seconds, trace_seconds, failing_steps, converged, error.
 pub(crate) fn csv_rows(out: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(out.join("cases.csv")).unwrap();
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "case,technique,position_pessimistic,position_average,exam,n_lines,seconds,converged,error"
+        "case,technique,position_pessimistic,position_average,exam,n_lines,method_position,\
+         n_methods,seconds,trace_seconds,failing_steps,converged,error"
     );
     lines
-        .map(|l| l.splitn(9, ',').map(str::to_owned).collect())
+        .map(|l| l.splitn(13, ',').map(str::to_owned).collect())
         .collect()
 }
 
@@ -116,7 +118,7 @@ fn fixtures_summary() {
         } else {
             ""
         };
-        assert_eq!(r[7], want, "{r:?}");
+        assert_eq!(r[11], want, "{r:?}");
     }
     // Fig. 3: every baseline puts line 22 first (alone: the only line only the failing test
     // runs); PROSECUTOR without counterfactuals (the fixture cannot be re-run) and without the
@@ -238,7 +240,7 @@ fn bad_entries_are_reported_per_case() {
     assert_eq!(row(&rows, "good", "prosecutor")[2], "1");
     let bad = row(&rows, "missing_dump", "ochiai");
     assert!(
-        bad[2].is_empty() && bad[8].contains("no-such-dump"),
+        bad[2].is_empty() && bad[12].contains("no-such-dump"),
         "{bad:?}"
     );
     // the good case's position counts (1st), the failed ones are excluded

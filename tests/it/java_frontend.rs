@@ -129,7 +129,7 @@ fn java_flag_errors() {
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.starts_with(want), "{args:?}: {err}");
     }
-    // Java flags need --java; Python's flags do not go with it
+    // Java flags need --java; Python's flags do not go with it (--no-plain-run serves both)
     for (args, want) in [
         (
             vec!["trace", "--classes", "c", "--out", "o", "--", "FooTest"],
@@ -156,14 +156,18 @@ fn java_flag_errors() {
         (
             vec![
                 "trace",
-                "--java",
-                "--no-plain-run",
+                "--witness",
+                "FooTest",
                 "--out",
                 "o",
                 "--",
                 "FooTest",
             ],
-            "--no-plain-run",
+            "--java",
+        ),
+        (
+            vec!["trace", "--jvm-arg=-Xmx1g", "--out", "o", "--", "FooTest"],
+            "--java",
         ),
     ] {
         let (code, err) = status(in_project(p, &args));

@@ -11,6 +11,7 @@ mod eval;
 mod html;
 mod java_fixtures;
 mod java_frontend;
+mod java_test_selection;
 mod localize;
 mod python_defects;
 mod python_frontend;

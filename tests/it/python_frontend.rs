@@ -75,7 +75,7 @@ fn python_fixtures_eval() {
             .iter()
             .find(|r| r[0] == case && r[1] == "prosecutor-nocfx")
             .unwrap_or_else(|| panic!("{case} missing"));
-        assert_eq!(r[8], "", "{case}: {}", r[8]);
+        assert_eq!(r[12], "", "{case}: {}", r[12]);
         let pos: usize = r[2].parse().unwrap();
         assert_eq!(
             pos, want,

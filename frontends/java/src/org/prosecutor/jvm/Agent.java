@@ -27,19 +27,22 @@ public final class Agent {
         @Override
         public byte[] transform(ClassLoader loader, String name, Class<?> redefined,
                 ProtectionDomain pd, byte[] bytes) {
-            if (!configured || name == null || redefined != null || name.startsWith("org/prosecutor/jvm/")) {
+            if (!configured || name == null || redefined != null || name.startsWith("org/prosecutor/jvm/")
+                    || ClassIsolation.plain(loader)) {
                 return null;
             }
             String role = Registry.R.roleOfLocation(location(pd));
             if (role == null) {
                 return null;
             }
-            try {
-                return Instrument.transform(bytes, role, loader);
-            } catch (Throwable t) {
-                Registry.R.warn("class " + name.replace('/', '.') + " is not traced: " + t);
-                return null;
-            }
+            return Registry.R.transformed(name, () -> {
+                try {
+                    return Instrument.transform(bytes, role, loader);
+                } catch (Throwable t) {
+                    Registry.R.warn("class " + name.replace('/', '.') + " is not traced: " + t);
+                    return null;
+                }
+            });
         }
 
         private static Path location(ProtectionDomain pd) {

@@ -6,8 +6,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import org.junit.runner.Description;
 import org.junit.runner.JUnitCore;
 import org.junit.runner.Request;
@@ -20,12 +22,15 @@ import org.junit.runner.notification.Failure;
  * <pre>
  * java -javaagent:prosecutor-agent.jar -cp ... org.prosecutor.jvm.Main trace --out DUMP
  *     --project DIR --classes DIR --test-classes DIR [--source-root DIR]... [--step-cap N]
- *     [--test-timeout-ms MS] [--max-passing N] TEST...
+ *     [--test-timeout-ms MS] [--max-passing N] [--witness TEST]... [--plain-run on|off] TEST...
  * java ... org.prosecutor.jvm.Main flip --project DIR --classes DIR --test-classes DIR
  *     --test ID --stmt STMT --occurrence N --out RESULT.json [--test-timeout-ms MS]
  * </pre>
  *
- * TEST is a JUnit 4 test class or one of its methods ({@code Class::method}). Exit status: 0 when
+ * TEST is a JUnit 4 test class or one of its methods ({@code Class::method}); {@code !TEST} leaves a
+ * class or method out of those selected (Defects4J's known-broken tests). Each test class runs in a
+ * class loader of its own ({@link ClassIsolation}): static state does not leak from one test class
+ * to the next, as if each ran in a JVM of its own. Exit status: 0 when
  * the dump (or the result) is written, 2 on bad arguments or when no test is found, 1 on an
  * internal error.
  */
@@ -54,6 +59,10 @@ public final class Main {
         String stmt = "";
         int occurrence;
         final List<String> tests = new ArrayList<>();
+        /** Tests whose failure witnesses the fault; other failing tests are left out (empty: all). */
+        final List<String> witnesses = new ArrayList<>();
+        /** Run every test once without instrumentation first, to find outcomes tracing changes. */
+        boolean plainRun = true;
     }
 
     /** One test as run: its outcome and, when traced, its trace. */
@@ -110,6 +119,8 @@ public final class Main {
                 case "--test": o.test = v; break;
                 case "--stmt": o.stmt = v; break;
                 case "--occurrence": o.occurrence = number(a, v); break;
+                case "--witness": o.witnesses.add(v.replace("#", "::")); break;
+                case "--plain-run": o.plainRun = !v.equals("off"); break;
                 default: throw new Usage("unknown option " + a);
             }
         }
@@ -159,10 +170,11 @@ public final class Main {
             Rt.flipOccurrence = o.occurrence;
         }
         Agent.configured = true;
-        List<Selected> tests = select(o.tests);
+        List<Selected> tests = select(o.tests, false);
         if (o.command.equals("flip")) {
             return flip(o, tests.get(0));
         }
+        Map<String, TestRun> plain = o.plainRun ? plainRun(o) : Map.of();
         List<TestRun> runs = new ArrayList<>();
         for (int k = 0; k < tests.size(); k++) {
             Selected t = tests.get(k);
@@ -171,8 +183,22 @@ public final class Main {
             System.err.printf("prosecutor-java: [%d/%d] %s %s (%d ms, %d steps)%n", k + 1, tests.size(),
                     run.id, run.outcome, run.durationMs, run.trace == null ? 0 : run.trace.steps());
         }
-        new Dump(o, runs).write();
+        new Dump(o, Outcomes.keep(runs, plain, o.witnesses)).write();
         return 0;
+    }
+
+    /** Every selected test run once with classes that are not instrumented: id -> its run. */
+    static Map<String, TestRun> plainRun(Options o) throws Usage {
+        List<Selected> tests = select(o.tests, true);
+        Map<String, TestRun> out = new HashMap<>();
+        long start = System.nanoTime();
+        for (Selected t : tests) {
+            out.put(t.id, runOne(t, Rt.OFF, o));
+        }
+        System.err.printf("prosecutor-java: plain run: %d tests, %d failing (%d ms)%n", out.size(),
+                out.values().stream().filter(r -> r.outcome.equals("fail")).count(),
+                (System.nanoTime() - start) / 1_000_000);
+        return out;
     }
 
     // ------------------------------------------------------------ tests
@@ -189,31 +215,39 @@ public final class Main {
         }
     }
 
-    /** The test methods named by the arguments, in order, each once. */
-    static List<Selected> select(List<String> ids) throws Usage {
+    /**
+     * The test methods named by the arguments, in order, each once, minus those named with a
+     * leading {@code !} (a class or a method).
+     */
+    static List<Selected> select(List<String> ids, boolean plain) throws Usage {
         List<Selected> out = new ArrayList<>();
         LinkedHashSet<String> seen = new LinkedHashSet<>();
+        java.util.Set<String> excluded = new java.util.HashSet<>();
         for (String id : ids) {
-            String[] parts = id.split("::|#", 2);
-            Class<?> cls;
-            try {
-                cls = Class.forName(parts[0], false, ClassLoader.getSystemClassLoader());
-            } catch (ClassNotFoundException | LinkageError e) {
-                throw new Usage("test class " + parts[0] + " not found on the class path (" + e + ")");
+            if (id.startsWith("!")) {
+                excluded.add(id.substring(1).replace("#", "::"));
             }
+        }
+        for (String id : ids) {
+            if (id.startsWith("!")) {
+                continue;
+            }
+            String[] parts = id.split("::|#", 2);
+            Class<?> cls = ClassIsolation.testClass(parts[0], plain);
             List<Description> leaves = new ArrayList<>();
             leaves(Request.aClass(cls).getRunner().getDescription(), leaves);
-            int before = out.size();
+            boolean named = false;
             for (Description d : leaves) {
                 if (d.getMethodName() == null || parts.length == 2 && !d.getMethodName().equals(parts[1])) {
                     continue;
                 }
+                named = true;
                 Selected s = new Selected(cls, d);
-                if (seen.add(s.id)) {
+                if (!excluded.contains(s.id) && !excluded.contains(parts[0]) && seen.add(s.id)) {
                     out.add(s);
                 }
             }
-            if (out.size() == before && parts.length == 2) {
+            if (!named && parts.length == 2) {
                 throw new Usage("test " + id + ": no test method " + parts[1] + " in " + parts[0]);
             }
         }
@@ -246,6 +280,7 @@ public final class Main {
         Thread worker = new Thread(null, () -> result[0] = new JUnitCore().run(request), "prosecutor-test",
                 TEST_STACK_BYTES);
         worker.setDaemon(true);
+        worker.setContextClassLoader(t.cls.getClassLoader());
         long start = System.nanoTime();
         Rt.begin(mode, o.stepCap, worker);
         worker.start();

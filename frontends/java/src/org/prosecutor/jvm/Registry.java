@@ -28,6 +28,8 @@ final class Registry implements Bytecode.ClassKind {
     private final Map<String, Integer> fields = new HashMap<>();
     private final java.util.Set<String> ids = new java.util.HashSet<>();
     private final Map<String, Boolean> instrumented = new HashMap<>();
+    /** Instrumented bytes by class name (an empty array: not instrumented). */
+    private final Map<String, byte[]> transformedBytes = new HashMap<>();
 
     /** How many JUnit {@code @Test(timeout = ...)} limits were removed (Instrument.dropTimeouts). */
     int droppedTimeouts;
@@ -74,6 +76,22 @@ final class Registry implements Bytecode.ClassKind {
             }
         }
         Rt.grow(stmts.size(), sites.size());
+    }
+
+    /**
+     * The instrumented bytes of class {@code name}, made by {@code make} the first time it is
+     * loaded (null: left as it is); a class loaded again by another test class's loader
+     * ({@link ClassIsolation}) gets the same bytes, hence the same statement ids.
+     */
+    byte[] transformed(String name, java.util.function.Supplier<byte[]> make) {
+        synchronized (transformedBytes) {
+            byte[] b = transformedBytes.get(name);
+            if (b == null) {
+                b = make.get();
+                transformedBytes.put(name, b == null ? new byte[0] : b);
+            }
+            return b == null || b.length == 0 ? null : b.clone();
+        }
     }
 
     synchronized void warn(String w) {

@@ -1,0 +1,190 @@
+//! Which tests a Java dump holds, on a small JUnit project written here: each test class has a
+//! class loader of its own (static state does not leak from one test class to the next), a
+//! test whose outcome tracing changes is left out (the plain run), a failing test that is not a
+//! `--witness` is left out, `!Class::method` deselects a test, and `--jvm-arg` reaches the test
+//! JVM and the experiments' re-run command. Each exclusion is a warning in the dump.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use prosecutor::frontend::java::Toolchain;
+
+use crate::common::*;
+
+const APP: &str = "package iso;
+public class Counter {
+    static int count;
+    public static int next() {
+        count = count + 1;
+        return count;
+    }
+}
+";
+
+/// Each test class counts from 1: it passes only if no other class's test ran `next` before it
+/// in the same loader.
+const FIRST: &str = "package iso;
+import static org.junit.Assert.*;
+import org.junit.Test;
+public class FirstTest {
+    @Test public void counts() { assertEquals(1, Counter.next()); }
+    @Test public void deselected() { fail(\"named with ! and never run\"); }
+}
+";
+
+const SECOND: &str = "package iso;
+import static org.junit.Assert.*;
+import org.junit.Test;
+public class SecondTest {
+    @Test public void counts() { assertEquals(1, Counter.next()); }
+    @Test public void property() { assertEquals(\"on\", System.getProperty(\"iso.flag\")); }
+}
+";
+
+/// The witness: fails whatever the order.
+const THIRD: &str = "package iso;
+import static org.junit.Assert.*;
+import org.junit.Test;
+public class ThirdTest {
+    @Test public void wrong() { assertEquals(2, Counter.next()); }
+}
+";
+
+/// A failing test that is not the witness, and a test whose outcome depends on whether its
+/// classes are instrumented (the tracer's loader, not the plain run's).
+const OTHER: &str = "package iso;
+import static org.junit.Assert.*;
+import org.junit.Test;
+public class OtherTest {
+    @Test public void unrelated() { fail(\"fails for another reason\"); }
+    @Test public void tracingSensitive() {
+        assertNotEquals(\"prosecutor-test-class\", getClass().getClassLoader().getName());
+    }
+}
+";
+
+fn javac(tc: &Toolchain, out: &Path, cp: &[PathBuf], sources: &[PathBuf]) {
+    let mut c = Command::new(&tc.javac);
+    c.args(["-g", "-nowarn", "-d"]).arg(out);
+    if !cp.is_empty() {
+        c.arg("-cp").arg(std::env::join_paths(cp).unwrap());
+    }
+    let o = c.args(sources).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The project compiled in `d`: (classes, test classes).
+fn compile(d: &Path) -> (PathBuf, PathBuf) {
+    let tc = Toolchain::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let write = |rel: &str, text: &str| {
+        let p = d.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let app = write("src/main/java/iso/Counter.java", APP);
+    let tests: Vec<PathBuf> = [
+        ("FirstTest", FIRST),
+        ("SecondTest", SECOND),
+        ("ThirdTest", THIRD),
+        ("OtherTest", OTHER),
+    ]
+    .iter()
+    .map(|(n, t)| write(&format!("src/test/java/iso/{n}.java"), t))
+    .collect();
+    let (classes, test_classes) = (d.join("classes"), d.join("test-classes"));
+    javac(&tc, &classes, &[], &[app]);
+    let mut cp = vec![classes.clone()];
+    cp.extend(tc.junit.iter().cloned());
+    javac(&tc, &test_classes, &cp, &tests);
+    (classes, test_classes)
+}
+
+#[test]
+fn test_classes_are_isolated_and_excluded_tests_are_named() {
+    require_jdk("java_test_selection");
+    let d = tempfile::tempdir().unwrap();
+    let (classes, test_classes) = compile(d.path());
+    let out = d.path().join("dump");
+    let o = bin()
+        .current_dir(d.path())
+        .args(["trace", "--java", "--classes"])
+        .arg(&classes)
+        .arg("--test-classes")
+        .arg(&test_classes)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--jvm-arg=-Diso.flag=on",
+            "--witness",
+            "iso.ThirdTest::wrong",
+            "--",
+            "iso.FirstTest",
+            "!iso.FirstTest::deselected",
+            "iso.SecondTest",
+            "iso.ThirdTest",
+            "iso.OtherTest",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let dump = prosecutor::dump::Dump::load(&out).unwrap();
+    let outcomes: Vec<(String, String)> = dump
+        .manifest
+        .tests
+        .iter()
+        .map(|t| (t.id.clone(), format!("{:?}", t.outcome).to_lowercase()))
+        .collect();
+    let want = [
+        ("iso.FirstTest::counts", "pass"),
+        // one JVM without a loader per class: 2, a failure
+        ("iso.SecondTest::counts", "pass"),
+        ("iso.SecondTest::property", "pass"),
+        ("iso.ThirdTest::wrong", "fail"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(outcomes, want, "{stderr}");
+    let warnings = dump.manifest.notes["warnings"].to_string();
+    for w in [
+        "1 test(s) whose outcome tracing changes were left out: \
+         iso.OtherTest::tracingSensitive (plain pass, traced fail: assertion)",
+        "1 failing test(s) that are not among the --witness tests were left out: \
+         iso.OtherTest::unrelated (fail: assertion)",
+    ] {
+        assert!(warnings.contains(w), "{w}\n{warnings}");
+        assert!(stderr.contains(w), "{w}\n{stderr}");
+    }
+    let rerun = &dump.manifest.rerun.as_ref().unwrap().command;
+    assert!(rerun.iter().any(|a| a == "-Diso.flag=on"), "{rerun:?}");
+}
+
+#[test]
+fn without_the_plain_run_a_tracing_sensitive_test_stays() {
+    require_jdk("java_test_selection");
+    let d = tempfile::tempdir().unwrap();
+    let (classes, test_classes) = compile(d.path());
+    let out = d.path().join("dump");
+    let o = bin()
+        .current_dir(d.path())
+        .args(["trace", "--java", "--no-plain-run", "--classes"])
+        .arg(&classes)
+        .arg("--test-classes")
+        .arg(&test_classes)
+        .arg("--out")
+        .arg(&out)
+        .args(["--", "iso.OtherTest::tracingSensitive"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let dump = prosecutor::dump::Dump::load(&out).unwrap();
+    assert_eq!(dump.manifest.tests.len(), 1);
+    assert_eq!(
+        dump.manifest.tests[0].outcome,
+        prosecutor::dump::Outcome::Fail
+    );
+}
