@@ -32,6 +32,13 @@ fn quixbugs_manifest_java_pytest_suite() {
     pytest_suite("scripts/test_quixbugs_manifest_java.py");
 }
 
+/// `scripts/defects4j_manifest.py` (`scripts/test_defects4j_manifest.py`: a made-up Defects4J
+/// layout, both kinds of built versions, subsets, bad inputs).
+#[test]
+fn defects4j_manifest_pytest_suite() {
+    pytest_suite("scripts/test_defects4j_manifest.py");
+}
+
 fn pytest_suite(path: &str) {
     require_pytest();
     let o = Command::new("python3")
