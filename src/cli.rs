@@ -140,6 +140,15 @@ pub struct ModelArgs {
         help_heading = "Counterfactual experiments"
     )]
     pub cfx_model: CfxModel,
+    /// At most N of the experiments flip instances of one statement (0: no limit, the paper's
+    /// planner; `--variant prosecutor-cfx-spread` is 2).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        help_heading = "Counterfactual experiments"
+    )]
+    pub cfx_per_statement: usize,
     /// Noisy-OR strength p of the model's conditional distributions: a vertex with w incorrect
     /// parents is correct with probability p^w (the paper's p; compare --prior).
     #[arg(
@@ -224,6 +233,7 @@ impl ModelArgs {
             k: self.k,
             cfx: CfxSource::Off,
             cfx_model: self.cfx_model,
+            cfx_per_stmt: self.cfx_per_statement,
             spectrum_weight: self.spectrum_weight,
             other_cause: self.other_cause,
             heap: !self.no_heap,

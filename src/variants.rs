@@ -31,6 +31,8 @@ pub enum Unit {
     Passing(PassingSelection),
     /// What a successful experiment's `cfx` vertex depends on.
     Cfx(CfxModel),
+    /// At most this many experiments flip instances of one statement.
+    CfxPerStatement(usize),
 }
 
 /// A named configuration: the default options changed by `units`, in order.
@@ -114,6 +116,12 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::Cfx(CfxModel::Successors)],
     },
     Variant {
+        id: "prosecutor-cfx-spread",
+        label: "cfx ≤ 2 per statement",
+        about: "at most 2 of the k experiments flip instances of one statement: the k most suspicious instances are often one statement's evaluations in earlier, passing checks of the same test, whose flips fail those checks and clear the statement",
+        units: &[Unit::CfxPerStatement(2)],
+    },
+    Variant {
         id: "prosecutor-paper-rules",
         label: "paper rules",
         about: "the paper's literal rules (rules/epg-paper.dl: copies are causes)",
@@ -182,6 +190,7 @@ impl Variant {
                 Unit::Passing(p) => o.passing_selection = p,
                 Unit::Rules(name) => rules = Some(builtin_rules(name)?),
                 Unit::Cfx(m) => o.cfx_model = m,
+                Unit::CfxPerStatement(n) => o.cfx_per_stmt = n,
             }
         }
         Ok(rules)

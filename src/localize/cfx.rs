@@ -118,8 +118,15 @@ impl CfxRunner {
     }
 }
 
-/// Picks the `k` most suspicious branch instances. `p_incorrect` is indexed like `vertices`.
-pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> Vec<Experiment> {
+/// Picks the `k` most suspicious branch instances, at most `per_stmt` of one statement (0: no
+/// limit). `p_incorrect` is indexed like `vertices`.
+pub fn plan(
+    dump: &Dump,
+    vertices: &[Vertex],
+    p_incorrect: &[f64],
+    k: usize,
+    per_stmt: usize,
+) -> Vec<Experiment> {
     let mut cands: Vec<(f64, u32, u32)> = Vec::new(); // (score, trace, step)
     let not_flippable: Vec<&str> = dump
         .manifest
@@ -149,6 +156,15 @@ pub fn plan(dump: &Dump, vertices: &[Vertex], p_incorrect: &[f64], k: usize) -> 
         cands.push((p_incorrect[v], trace, step));
     }
     cands.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    if per_stmt > 0 {
+        let mut taken: std::collections::HashMap<u32, usize> = Default::default();
+        cands.retain(|&(_, trace, step)| {
+            let stmt = dump.traces[trace as usize].steps[step as usize].stmt;
+            let n = taken.entry(stmt).or_default();
+            *n += 1;
+            *n <= per_stmt
+        });
+    }
     cands.truncate(k);
     cands
         .into_iter()

@@ -94,6 +94,9 @@ pub struct Options {
     pub k: usize,
     pub cfx: CfxSource,
     pub cfx_model: CfxModel,
+    /// At most this many of the k experiments flip instances of one statement (0: no limit,
+    /// the paper's planner: the k most suspicious instances, whatever their statement).
+    pub cfx_per_stmt: usize,
     /// Refuse to build a model over more trace steps than this (after compression); `None` = no
     /// limit. A guard for harnesses: an uncompressed endless loop can hold millions of steps.
     pub max_steps: Option<usize>,
@@ -131,6 +134,7 @@ impl Default for Options {
             k: 20,
             cfx: CfxSource::Off,
             cfx_model: CfxModel::default(),
+            cfx_per_stmt: 0,
             max_steps: None,
             spectrum_weight: SPECTRUM_WEIGHT,
             other_cause: spectrum::OTHER_CAUSE,
@@ -548,6 +552,7 @@ pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, 
         &model.premises.vertices,
         &m.p_incorrect,
         o.k,
+        o.cfx_per_stmt,
     ))
 }
 
@@ -742,6 +747,7 @@ fn localize_excluding(
                 &models[0].premises.vertices,
                 &first[0].p_incorrect,
                 o.k,
+                o.cfx_per_stmt,
             );
             if dump.manifest.rerun.is_some() && !plan.is_empty() {
                 cfx::run_missing(dump, &plan, ro).map_err(Error::Other)?
@@ -755,6 +761,7 @@ fn localize_excluding(
                 &models[0].premises.vertices,
                 &first[0].p_incorrect,
                 o.k,
+                o.cfx_per_stmt,
             );
             let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
                 path: path.display().to_string(),

@@ -516,3 +516,58 @@ fn a_closed_output_pipe_exits_quietly() {
         "{err}"
     );
 }
+
+/// `--cfx-per-statement N` (the `prosecutor-cfx-spread` variant's unit) keeps the plan's order
+/// but takes at most N instances of one statement: Fig. 6's loop condition is evaluated three
+/// times in the failing trace, and all three are planned without a limit.
+#[test]
+fn plan_takes_at_most_n_instances_of_one_statement() {
+    let plan = |extra: &[&str]| -> Vec<(String, u64)> {
+        let d = dump("while_true_fig6");
+        let mut args = vec!["plan", d.as_str()];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Vec<Value>>(&out.stdout)
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["stmt"].as_str().unwrap().to_owned(),
+                    e["occurrence"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let all = plan(&[]);
+    let count = |p: &[(String, u64)], s: &str| p.iter().filter(|(x, _)| x == s).count();
+    let (busiest, _) = all
+        .iter()
+        .max_by_key(|(s, _)| count(&all, s))
+        .cloned()
+        .unwrap();
+    assert_eq!(count(&all, &busiest), 3, "{all:?}");
+    for n in [1, 2] {
+        let capped = plan(&["--cfx-per-statement", &n.to_string()]);
+        assert_eq!(count(&capped, &busiest), n, "{capped:?}");
+        // the first n of that statement, in the unlimited plan's order, and nothing else dropped
+        let mut seen = 0;
+        let want: Vec<(String, u64)> = all
+            .iter()
+            .filter(|(s, _)| {
+                if *s == busiest {
+                    seen += 1;
+                    seen <= n
+                } else {
+                    true
+                }
+            })
+            .cloned()
+            .collect();
+        assert_eq!(capped, want, "{all:?}");
+    }
+}

@@ -292,6 +292,10 @@ public final class Main {
         Failure f = result[0] == null || result[0].getFailures().isEmpty() ? null : result[0].getFailures().get(0);
         if (mode == Rt.TRACE) {
             run.trace = Recording.take(f == null ? null : f.getException());
+            if (run.trace == null) {
+                Registry.R.warn("test " + t.id + " is kept untraced: its trace could not be copied out of the "
+                        + "recorder (out of memory; raise the heap with --jvm-arg=-Xmx...)");
+            }
         }
         Rt.end();
         if (result[0] == null) {

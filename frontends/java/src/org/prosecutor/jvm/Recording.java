@@ -22,7 +22,22 @@ final class Recording {
         return stmt.length;
     }
 
+    /**
+     * The test's recording, or null when it cannot be copied even after a collection (a test
+     * that filled the heap, such as Defects4J's Lang-43, may leave no room for the copy).
+     */
     static Recording take(Throwable failure) {
+        for (int attempt = 0; attempt < 2; attempt++) {
+            try {
+                return copy(failure);
+            } catch (OutOfMemoryError e) {
+                System.gc();
+            }
+        }
+        return null;
+    }
+
+    private static Recording copy(Throwable failure) {
         synchronized (Rt.class) {
             Recording r = new Recording();
             int n = Math.min(Rt.nsteps, Rt.cap);
