@@ -41,6 +41,8 @@ java.desktop and java.sql (JDK 17 forbids the deep reflection of Lang's builders
             each version's d4jlib/, else D4J/framework/projects/Lang/lib when D4J is a folder).
 --timeout   per-test time limit when tracing (default 10 s: Lang-43's trigger test runs until
             the heap is full).
+--xmx       the test JVM's heap (default 4g: the recorder holds every test's trace until the
+            dump is written, and Lang-62's relevant tests record 2,000,000 steps each).
 --relative  paths relative to the manifest's folder instead of absolute.
 """
 import argparse
@@ -272,7 +274,7 @@ def parse_args(argv):
     ap.add_argument("--bugs", default="all")
     ap.add_argument("--lib", type=Path)
     ap.add_argument("--timeout", type=float, default=10.0)
-    ap.add_argument("--xmx", default="2g")
+    ap.add_argument("--xmx", default="4g")
     ap.add_argument("--relative", action="store_true")
     return ap.parse_args(argv)
 

@@ -2,7 +2,8 @@
 //! class loader of its own (static state does not leak from one test class to the next), a
 //! test whose outcome tracing changes is left out (the plain run), a failing test that is not a
 //! `--witness` is left out, `!Class::method` deselects a test, and `--jvm-arg` reaches the test
-//! JVM and the experiments' re-run command. Each exclusion is a warning in the dump.
+//! JVM and the experiments' re-run command. Each exclusion is a warning in the dump. A string
+//! constant UTF-8 cannot encode (an unpaired surrogate) does not stop the dump from being written.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,10 +12,15 @@ use prosecutor::frontend::java::Toolchain;
 
 use crate::common::*;
 
+/// `HALF` is an unpaired surrogate (a constant the dump's statement text quotes: written as `?`).
 const APP: &str = "package iso;
 public class Counter {
+    static final String HALF = \"\\uD800\";
     static int count;
     public static int next() {
+        if (HALF.length() != 1) {
+            return -1;
+        }
         count = count + 1;
         return count;
     }

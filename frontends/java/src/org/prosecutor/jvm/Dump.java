@@ -372,8 +372,14 @@ final class Dump {
         return b.append('"').toString();
     }
 
+    /**
+     * A facts file. The encoder replaces what UTF-8 cannot encode (an unpaired surrogate in a
+     * string constant, as Lang's tests of supplementary characters have) with {@code ?}, where
+     * {@code Files.newBufferedWriter}'s would throw.
+     */
     private Out out(String name) throws IOException {
-        return new Out(Files.newBufferedWriter(o.out.resolve(name), StandardCharsets.UTF_8));
+        return new Out(new BufferedWriter(new java.io.OutputStreamWriter(
+                Files.newOutputStream(o.out.resolve(name)), StandardCharsets.UTF_8)));
     }
 
     /** A facts file: TAB-separated rows; TABs and newlines in a column become spaces. */
