@@ -2,7 +2,7 @@
 """Tables of a Defects4J Lang `prosecutor eval` run, per subset: the paper's 58, the odd and the
 even bugs (development and held-out halves), and all scored bugs; line and method level; time.
 
-usage: defects4j_report.py EVAL_OUT [EVAL_OUT ...] [--tsv TSV] [--techniques all|main]
+usage: defects4j_report.py EVAL_OUT [EVAL_OUT ...] [--tsv TSV] [--techniques all|main] [--per-bug]
 
 EVAL_OUT  an `eval --out` folder (its cases.csv); several are merged (e.g. the odd half's and
           the even half's runs), a case seen twice taking its last folder's rows.
@@ -88,11 +88,29 @@ def times(rows, cases):
                 sum(s > 600 for s in secs)))
 
 
+def per_bug(rows, cases):
+    """One row per bug: positions (PROSECUTOR, without experiments, Ochiai), lines ranked, the
+    method position, failing-trace steps and times."""
+    out = ["| bug | PROSECUTOR | w/o Cfx | Ochiai | lines ranked | method | failing steps | trace s | "
+           "PROSECUTOR s | end-to-end s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in cases:
+        p, n, o = (rows.get((c, t), {}) for t in ("prosecutor", "prosecutor-nocfx", "ochiai"))
+        if p.get("error") or not p.get("position_pessimistic"):
+            out.append("| %s | %s |" % (c, (p.get("error") or "no ranking")[:120].replace("|", "/")))
+            continue
+        t, s = float(p["trace_seconds"] or 0), float(p["seconds"] or 0)
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f |" % (
+            c, p["position_pessimistic"], n.get("position_pessimistic", ""), o.get("position_pessimistic", ""),
+            p["n_lines"], p["method_position"], p["failing_steps"], t, s, t + s))
+    return "\n".join(out)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="+")
     ap.add_argument("--tsv", type=Path, default=DEFAULT_TSV)
     ap.add_argument("--techniques", choices=("all", "main"), default="main")
+    ap.add_argument("--per-bug", action="store_true", help="also one row per bug")
     a = ap.parse_args(argv)
     rows = read_cases(a.out)
     with open(a.tsv, newline="", encoding="utf-8") as fh:
@@ -116,6 +134,9 @@ def main(argv):
         print("\nMethod level:\n")
         print(table(rows, sub, techs, "method"))
         print("\n" + times(rows, sub) + "\n")
+    if a.per_bug:
+        print("## Per bug\n")
+        print(per_bug(rows, cases))
     return 0
 
 
