@@ -194,3 +194,59 @@ fn without_the_plain_run_a_tracing_sensitive_test_stays() {
         prosecutor::dump::Outcome::Fail
     );
 }
+
+/// With `--max-passing 1` the recorder compacts the passing traces the dump will not keep as
+/// soon as they lose their place (bounded memory on long suites): the dump keeps one passing
+/// trace, and its coverage and edge coverage are those of a run that keeps every trace.
+#[test]
+fn compacted_passing_traces_keep_their_coverage() {
+    require_jdk("java_test_selection");
+    let d = tempfile::tempdir().unwrap();
+    let (classes, test_classes) = compile(d.path());
+    let trace = |max_passing: &str| -> PathBuf {
+        let out = d.path().join(format!("dump{max_passing}"));
+        let o = bin()
+            .current_dir(d.path())
+            .args(["trace", "--java", "--max-passing", max_passing, "--classes"])
+            .arg(&classes)
+            .arg("--test-classes")
+            .arg(&test_classes)
+            .arg("--out")
+            .arg(&out)
+            .args([
+                "--jvm-arg=-Diso.flag=on",
+                "--",
+                "iso.ThirdTest",
+                "iso.FirstTest::counts",
+                "iso.SecondTest",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let (one, all) = (trace("1"), trace("10"));
+    let traced = |dir: &Path| {
+        prosecutor::dump::Dump::load(dir)
+            .unwrap()
+            .manifest
+            .tests
+            .iter()
+            .filter(|t| t.trace.is_some())
+            .count()
+    };
+    assert_eq!((traced(&one), traced(&all)), (2, 4));
+    for facts in ["coverage.facts", "edge_coverage.facts"] {
+        let rows = |dir: &Path| {
+            let mut v: Vec<String> = std::fs::read_to_string(dir.join(facts))
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect();
+            v.sort();
+            v
+        };
+        assert!(!rows(&all).is_empty(), "{facts}");
+        assert_eq!(rows(&one), rows(&all), "{facts}");
+    }
+}

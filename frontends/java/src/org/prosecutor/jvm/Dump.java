@@ -56,7 +56,7 @@ final class Dump {
             if (t.trace == null) {
                 continue;
             }
-            if (t.outcome.equals("fail")) {
+            if (t.outcome.equals("fail") && !t.trace.compacted()) {
                 kept.add(k);
                 failingMethods.addAll(methods(t.trace));
             } else if (t.outcome.equals("pass")) {
@@ -71,10 +71,13 @@ final class Dump {
         }
         passing.sort(Comparator.<Integer>comparingInt(k -> -shared.get(k))
                 .thenComparingInt(k -> runs.get(k).trace.steps()));
-        for (int k = 0; k < Math.min(o.maxPassing, passing.size()); k++) {
-            kept.add(passing.get(k));
+        for (int k = 0, n = 0; k < passing.size() && n < o.maxPassing; k++) {
+            if (!runs.get(passing.get(k)).trace.compacted()) {
+                kept.add(passing.get(k));
+                n++;
+            }
         }
-        int dropped = passing.size() - Math.min(o.maxPassing, passing.size());
+        int dropped = (int) passing.stream().filter(k -> !kept.contains(k)).count();
         if (dropped > 0) {
             warnings.add(dropped + " passing tests keep only their coverage (--max-passing "
                     + o.maxPassing + ")");
@@ -82,11 +85,7 @@ final class Dump {
     }
 
     private static Set<Integer> methods(Recording t) {
-        Set<Integer> out = new HashSet<>();
-        for (int m : t.frameMethod) {
-            out.add(m);
-        }
-        return out;
+        return t.methods();
     }
 
     // ------------------------------------------------------------ static relations
@@ -236,18 +235,9 @@ final class Dump {
     }
 
     private Set<String> edgesOf(Recording t) {
-        Map<Integer, Integer> lastInFrame = new HashMap<>();
         Set<String> out = new TreeSet<>();
-        for (int i = 0; i < t.stmt.length; i++) {
-            Integer prev = lastInFrame.put(t.frame[i], t.stmt[i]);
-            if (prev == null) {
-                continue;
-            }
-            Stmt a = r.stmts.get(prev);
-            Stmt b = r.stmts.get(t.stmt[i]);
-            if (a.normal.contains(b) || a.exceptional.contains(b)) {
-                out.add(stmtId(prev) + "\n" + stmtId(t.stmt[i]));
-            }
+        for (long e : t.edgeSet()) {
+            out.add(stmtId((int) (e >>> 32)) + "\n" + stmtId((int) e));
         }
         return out;
     }

@@ -180,11 +180,48 @@ public final class Main {
             Selected t = tests.get(k);
             TestRun run = runOne(t, Rt.TRACE, o);
             runs.add(run);
+            retain(runs, o.maxPassing);
             System.err.printf("prosecutor-java: [%d/%d] %s %s (%d ms, %d steps)%n", k + 1, tests.size(),
                     run.id, run.outcome, run.durationMs, run.trace == null ? 0 : run.trace.steps());
         }
         new Dump(o, Outcomes.keep(runs, plain, o.witnesses)).write();
         return 0;
+    }
+
+    /**
+     * Keeps in full at most {@code maxPassing} passing traces, those the dump would choose from
+     * what has run so far (sharing most methods with the failing traces, then fewer steps, then
+     * run order: as {@link Dump}); the others are compacted to their coverage. The same choice as
+     * the dump's when the failing tests run first; otherwise a passing test compacted before a
+     * later failing test ran is not reconsidered.
+     */
+    static void retain(List<TestRun> runs, int maxPassing) {
+        java.util.Set<Integer> failing = new java.util.HashSet<>();
+        List<TestRun> held = new ArrayList<>();
+        for (TestRun r : runs) {
+            if (r.trace == null || r.trace.compacted()) {
+                continue;
+            }
+            if (r.outcome.equals("fail")) {
+                failing.addAll(r.trace.methods());
+            } else if (r.outcome.equals("pass")) {
+                held.add(r);
+            }
+        }
+        if (held.size() <= maxPassing) {
+            return;
+        }
+        Map<TestRun, Integer> shared = new HashMap<>();
+        for (TestRun r : held) {
+            java.util.Set<Integer> m = r.trace.methods();
+            m.retainAll(failing);
+            shared.put(r, m.size());
+        }
+        held.sort(java.util.Comparator.<TestRun>comparingInt(r -> -shared.get(r))
+                .thenComparingInt(r -> r.trace.steps()));
+        for (TestRun r : held.subList(maxPassing, held.size())) {
+            r.trace.compact(r.trace.methods());
+        }
     }
 
     /** Every selected test run once with classes that are not instrumented: id -> its run. */

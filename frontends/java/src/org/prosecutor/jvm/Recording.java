@@ -18,8 +18,68 @@ final class Recording {
     int objectsDropped;
     int failureStep;
 
+    /** Set by {@link #compact}: the CFG edges between consecutive steps of a frame (gid pairs). */
+    java.util.Set<Long> edges;
+    private int compactedSteps = -1;
+
     int steps() {
-        return stmt.length;
+        return compactedSteps >= 0 ? compactedSteps : stmt.length;
+    }
+
+    boolean compacted() {
+        return compactedSteps >= 0;
+    }
+
+    private java.util.Set<Integer> methodSet;
+
+    /** The distinct methods with a recorded frame (a copy). */
+    java.util.Set<Integer> methods() {
+        if (methodSet == null) {
+            methodSet = new java.util.HashSet<>();
+            for (int m : frameMethod) {
+                methodSet.add(m);
+            }
+        }
+        return new java.util.HashSet<>(methodSet);
+    }
+
+    /** The CFG edges between consecutive steps of one frame, as {@code prev << 32 | next} gids. */
+    java.util.Set<Long> edgeSet() {
+        if (edges != null) {
+            return edges;
+        }
+        java.util.Map<Integer, Integer> lastInFrame = new java.util.HashMap<>();
+        java.util.Set<Long> out = new java.util.HashSet<>();
+        for (int i = 0; i < stmt.length; i++) {
+            Integer prev = lastInFrame.put(frame[i], stmt[i]);
+            if (prev == null) {
+                continue;
+            }
+            Bytecode.Stmt a = Registry.R.stmts.get(prev);
+            Bytecode.Stmt b = Registry.R.stmts.get(stmt[i]);
+            if (a.normal.contains(b) || a.exceptional.contains(b)) {
+                out.add((long) prev << 32 | stmt[i]);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Keeps only what a test that is not kept in full needs (coverage, edge coverage, methods,
+     * step count) and lets the steps, frames and heap rows go: the dump holds at most
+     * --max-passing passing traces, and a suite of long tests does not fit in the heap otherwise.
+     */
+    void compact(java.util.Set<Integer> methodSet) {
+        edges = edgeSet();
+        compactedSteps = stmt.length;
+        frameMethod = methodSet.stream().mapToInt(Integer::intValue).toArray();
+        stmt = null;
+        frame = null;
+        branch = null;
+        frameCall = null;
+        heapStep = null;
+        heapSite = null;
+        heapObj = null;
     }
 
     /**
