@@ -10,7 +10,9 @@ TSV       the ground truth (default ../shared/bench/defects4j-lang.tsv beside th
           for the paper's 58 (column prosecutor58_guess).
 
 Positions are pessimistic (the end of the faulty line's tie group); a fault not ranked counts
-as not found (as eval's summary). EXAM = position / lines ranked. End-to-end time = tracing
+as not found (as eval's summary). EXAM = position / lines ranked by that technique; EXAM of
+covered = position / the longest ranking of the case (SBFL's: every line a test ran), the same
+denominator for every technique (a fault not found: 1). End-to-end time = tracing
 (trace_seconds) + the full PROSECUTOR run (inference and experiments).
 """
 import argparse
@@ -42,10 +44,15 @@ def bug_of(case):
     return int(case.split("-")[1])
 
 
+def covered(rows, case, n_key):
+    """The longest ranking any technique gave for a case (SBFL's: every line a test ran)."""
+    return max((int(r[n_key]) for (c, _), r in rows.items() if c == case and r[n_key]), default=0)
+
+
 def stats(rows, cases, tech, level):
     pos_key, n_key = ("position_pessimistic", "n_lines") if level == "line" else ("method_position", "n_methods")
     hits = [0] * len(TOP_K)
-    exams, n = [], 0
+    exams, exams_cov, n = [], [], 0
     for c in cases:
         r = rows.get((c, tech))
         if r is None:
@@ -53,22 +60,26 @@ def stats(rows, cases, tech, level):
         n += 1
         if not r[pos_key] or r.get("error"):
             exams.append(1.0)
+            exams_cov.append(1.0)
             continue
-        pos, total = float(r[pos_key]), int(r[n_key] or 0)
+        pos, total, cov = float(r[pos_key]), int(r[n_key] or 0), covered(rows, c, n_key)
         found = pos <= total
         for i, k in enumerate(TOP_K):
             hits[i] += found and pos <= k
         exams.append(pos / total if total else 1.0)
-    return n, hits, (statistics.median(exams) * 100 if exams else float("nan"))
+        exams_cov.append(min(pos, cov + 1) / cov if found and cov else 1.0)
+    med = lambda xs: statistics.median(xs) * 100 if xs else float("nan")  # noqa: E731
+    return n, hits, med(exams), med(exams_cov)
 
 
 def table(rows, cases, techs, level):
-    out = ["| technique | bugs | " + " | ".join("@%d" % k for k in TOP_K) + " | EXAM median % |",
-           "|---|---:|" + "---:|" * (len(TOP_K) + 1)]
+    out = ["| technique | bugs | " + " | ".join("@%d" % k for k in TOP_K)
+           + " | EXAM median % | EXAM of covered median % |",
+           "|---|---:|" + "---:|" * (len(TOP_K) + 2)]
     for t in techs:
-        n, hits, exam = stats(rows, cases, t, level)
+        n, hits, exam, exam_cov = stats(rows, cases, t, level)
         if n:
-            out.append("| %s | %d | %s | %.1f |" % (t, n, " | ".join(map(str, hits)), exam))
+            out.append("| %s | %d | %s | %.1f | %.1f |" % (t, n, " | ".join(map(str, hits)), exam, exam_cov))
     return "\n".join(out)
 
 
