@@ -145,13 +145,17 @@ pub fn locate(ranking: &[Ranked], fault: &[FaultyLines]) -> Located {
         })
         .map(|(i, _)| i as u32)
         .collect();
+    located(ranking.len(), scores, faulty)
+}
+
+/// Where the `faulty` elements land among `n` elements scored by `scores` (distinct ids).
+fn located(n: usize, scores: Vec<(u32, f64)>, faulty: Vec<u32>) -> Located {
     // ids are distinct and scores finite: `Ranking::new` cannot fail.
     let r =
         Ranking::new(scores).unwrap_or_else(|_| Ranking::new(Vec::new()).expect("empty ranking"));
-    let position = r.position(&faulty);
     Located {
-        n_lines: ranking.len(),
-        position,
+        n_lines: n,
+        position: r.position(&faulty),
         ranking: r,
         faulty,
     }
@@ -218,15 +222,7 @@ pub fn locate_method(ranking: &[Ranked], methods: &[String]) -> Located {
         .filter(|(_, (m, _))| methods.iter().any(|x| x == m))
         .map(|(i, _)| i as u32)
         .collect();
-    let r =
-        Ranking::new(scores).unwrap_or_else(|_| Ranking::new(Vec::new()).expect("empty ranking"));
-    let position = r.position(&faulty);
-    Located {
-        n_lines: best.len(),
-        position,
-        ranking: r,
-        faulty,
-    }
+    located(best.len(), scores, faulty)
 }
 
 /// Keeps the entries `keep` accepts and renumbers the ranks (ties stay ties).

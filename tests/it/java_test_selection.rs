@@ -79,8 +79,8 @@ fn javac(tc: &Toolchain, out: &Path, cp: &[PathBuf], sources: &[PathBuf]) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// The project compiled in `d`: (classes, test classes).
-fn compile(d: &Path) -> (PathBuf, PathBuf) {
+/// The project written and compiled in `d` (`d/classes`, `d/test-classes`).
+fn compile(d: &Path) {
     let tc = Toolchain::from_env().unwrap_or_else(|e| panic!("{e}"));
     let write = |rel: &str, text: &str| {
         let p = d.join(rel);
@@ -103,36 +103,48 @@ fn compile(d: &Path) -> (PathBuf, PathBuf) {
     let mut cp = vec![classes.clone()];
     cp.extend(tc.junit.iter().cloned());
     javac(&tc, &test_classes, &cp, &tests);
-    (classes, test_classes)
+}
+
+/// `prosecutor trace --java FLAGS... --classes ... --test-classes ... --out OUT ARGS...` in `d`.
+fn trace(d: &Path, flags: &[&str], out: &Path, args: &[&str]) -> std::process::Output {
+    bin()
+        .current_dir(d)
+        .args(["trace", "--java"])
+        .args(flags)
+        .arg("--classes")
+        .arg(d.join("classes"))
+        .arg("--test-classes")
+        .arg(d.join("test-classes"))
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
 fn test_classes_are_isolated_and_excluded_tests_are_named() {
     require_jdk("java_test_selection");
     let d = tempfile::tempdir().unwrap();
-    let (classes, test_classes) = compile(d.path());
+    compile(d.path());
     let out = d.path().join("dump");
-    let o = bin()
-        .current_dir(d.path())
-        .args(["trace", "--java", "--classes"])
-        .arg(&classes)
-        .arg("--test-classes")
-        .arg(&test_classes)
-        .arg("--out")
-        .arg(&out)
-        .args([
+    let o = trace(
+        d.path(),
+        &[
             "--jvm-arg=-Diso.flag=on",
             "--witness",
             "iso.ThirdTest::wrong",
+        ],
+        &out,
+        &[
             "--",
             "iso.FirstTest",
             "!iso.FirstTest::deselected",
             "iso.SecondTest",
             "iso.ThirdTest",
             "iso.OtherTest",
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     let dump = prosecutor::dump::Dump::load(&out).unwrap();
@@ -172,19 +184,14 @@ fn test_classes_are_isolated_and_excluded_tests_are_named() {
 fn without_the_plain_run_a_tracing_sensitive_test_stays() {
     require_jdk("java_test_selection");
     let d = tempfile::tempdir().unwrap();
-    let (classes, test_classes) = compile(d.path());
+    compile(d.path());
     let out = d.path().join("dump");
-    let o = bin()
-        .current_dir(d.path())
-        .args(["trace", "--java", "--no-plain-run", "--classes"])
-        .arg(&classes)
-        .arg("--test-classes")
-        .arg(&test_classes)
-        .arg("--out")
-        .arg(&out)
-        .args(["--", "iso.OtherTest::tracingSensitive"])
-        .output()
-        .unwrap();
+    let o = trace(
+        d.path(),
+        &["--no-plain-run"],
+        &out,
+        &["--", "iso.OtherTest::tracingSensitive"],
+    );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     let dump = prosecutor::dump::Dump::load(&out).unwrap();
@@ -202,30 +209,24 @@ fn without_the_plain_run_a_tracing_sensitive_test_stays() {
 fn compacted_passing_traces_keep_their_coverage() {
     require_jdk("java_test_selection");
     let d = tempfile::tempdir().unwrap();
-    let (classes, test_classes) = compile(d.path());
-    let trace = |max_passing: &str| -> PathBuf {
+    compile(d.path());
+    let traced_with = |max_passing: &str| -> PathBuf {
         let out = d.path().join(format!("dump{max_passing}"));
-        let o = bin()
-            .current_dir(d.path())
-            .args(["trace", "--java", "--max-passing", max_passing, "--classes"])
-            .arg(&classes)
-            .arg("--test-classes")
-            .arg(&test_classes)
-            .arg("--out")
-            .arg(&out)
-            .args([
-                "--jvm-arg=-Diso.flag=on",
+        let o = trace(
+            d.path(),
+            &["--max-passing", max_passing, "--jvm-arg=-Diso.flag=on"],
+            &out,
+            &[
                 "--",
                 "iso.ThirdTest",
                 "iso.FirstTest::counts",
                 "iso.SecondTest",
-            ])
-            .output()
-            .unwrap();
+            ],
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         out
     };
-    let (one, all) = (trace("1"), trace("10"));
+    let (one, all) = (traced_with("1"), traced_with("10"));
     let traced = |dir: &Path| {
         prosecutor::dump::Dump::load(dir)
             .unwrap()

@@ -470,20 +470,28 @@ fn plan_skips_setup_steps_and_files_that_cannot_be_flipped() {
     assert_eq!(plan(&d), Vec::<Value>::new());
 }
 
+/// The stdout of `prosecutor ARGS EXTRA...`, which must succeed.
+fn stdout_ok(args: &[&str], extra: &[&str]) -> Vec<u8> {
+    let all: Vec<&str> = args.iter().chain(extra).copied().collect();
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// `--top 0` prints every row, as no `--top` does (it printed none).
 #[test]
 fn top_zero_prints_every_row() {
     let rows = |extra: &[&str]| {
         let d = dump("leftpad_fig1");
-        let mut args = vec!["localize", d.as_str(), "--no-cfx", "--format", "csv"];
-        args.extend_from_slice(extra);
-        let out = run(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = stdout_ok(
+            &["localize", d.as_str(), "--no-cfx", "--format", "csv"],
+            extra,
         );
-        String::from_utf8(out.stdout).unwrap().lines().count() - 1
+        String::from_utf8(out).unwrap().lines().count() - 1
     };
     let all = rows(&[]);
     assert!(all > 3, "{all}");
@@ -524,15 +532,7 @@ fn a_closed_output_pipe_exits_quietly() {
 fn plan_takes_at_most_n_instances_of_one_statement() {
     let plan = |extra: &[&str]| -> Vec<(String, u64)> {
         let d = dump("while_true_fig6");
-        let mut args = vec!["plan", d.as_str()];
-        args.extend_from_slice(extra);
-        let out = run(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Vec<Value>>(&out.stdout)
+        serde_json::from_slice::<Vec<Value>>(&stdout_ok(&["plan", d.as_str()], extra))
             .unwrap()
             .iter()
             .map(|e| {
