@@ -122,11 +122,17 @@ fn trace(d: &Path, flags: &[&str], out: &Path, args: &[&str]) -> std::process::O
         .unwrap()
 }
 
-#[test]
-fn test_classes_are_isolated_and_excluded_tests_are_named() {
+/// The project, compiled in a new temporary directory (a JDK with JUnit 4 is required).
+fn project() -> tempfile::TempDir {
     require_jdk("java_test_selection");
     let d = tempfile::tempdir().unwrap();
     compile(d.path());
+    d
+}
+
+#[test]
+fn test_classes_are_isolated_and_excluded_tests_are_named() {
+    let d = project();
     let out = d.path().join("dump");
     let o = trace(
         d.path(),
@@ -182,9 +188,7 @@ fn test_classes_are_isolated_and_excluded_tests_are_named() {
 
 #[test]
 fn without_the_plain_run_a_tracing_sensitive_test_stays() {
-    require_jdk("java_test_selection");
-    let d = tempfile::tempdir().unwrap();
-    compile(d.path());
+    let d = project();
     let out = d.path().join("dump");
     let o = trace(
         d.path(),
@@ -207,9 +211,7 @@ fn without_the_plain_run_a_tracing_sensitive_test_stays() {
 /// trace, and its coverage and edge coverage are those of a run that keeps every trace.
 #[test]
 fn compacted_passing_traces_keep_their_coverage() {
-    require_jdk("java_test_selection");
-    let d = tempfile::tempdir().unwrap();
-    compile(d.path());
+    let d = project();
     let traced_with = |max_passing: &str| -> PathBuf {
         let out = d.path().join(format!("dump{max_passing}"));
         let o = trace(
