@@ -282,7 +282,7 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frontend {
     Python,
-    Java(JavaTarget),
+    Java(Box<JavaTarget>),
 }
 
 /// Where a Java case's classes are (absolute paths, checked to exist).
@@ -459,7 +459,7 @@ impl CaseEntry {
                 }
                 let frontend = match self.language {
                     Language::Python => Frontend::Python,
-                    Language::Java => Frontend::Java(self.java_target(m, d).map_err(at)?),
+                    Language::Java => Frontend::Java(Box::new(self.java_target(m, d).map_err(at)?)),
                 };
                 let src_dir = if s.is_dir() {
                     s.clone()
