@@ -589,7 +589,7 @@ mod tests {
         let conv = |tech: &str| {
             csv.lines()
                 .find(|l| l.starts_with(&format!("c,{tech},")))
-                .map(|l| l.split(',').nth(7).unwrap().to_owned())
+                .map(|l| l.split(',').nth(11).unwrap().to_owned())
         };
         assert_eq!(conv("prosecutor").as_deref(), Some("no"));
         assert_eq!(conv("prosecutor-f").as_deref(), Some("yes"));
