@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.BitSet;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -49,43 +48,26 @@ final class Dump {
 
     /** Every failing test, and the passing tests sharing most methods with them (at most --max-passing). */
     private void choose() {
-        Set<Integer> failingMethods = new HashSet<>();
-        List<Integer> passing = new ArrayList<>();
         for (int k = 0; k < runs.size(); k++) {
             Main.TestRun t = runs.get(k);
-            if (t.trace == null) {
-                continue;
-            }
-            if (t.outcome.equals("fail") && !t.trace.compacted()) {
+            if (t.trace != null && t.outcome.equals("fail")) {
                 kept.add(k);
-                failingMethods.addAll(methods(t.trace));
-            } else if (t.outcome.equals("pass")) {
-                passing.add(k);
             }
         }
-        Map<Integer, Integer> shared = new HashMap<>();
-        for (int k : passing) {
-            Set<Integer> m = methods(runs.get(k).trace);
-            m.retainAll(failingMethods);
-            shared.put(k, m.size());
-        }
-        passing.sort(Comparator.<Integer>comparingInt(k -> -shared.get(k))
-                .thenComparingInt(k -> runs.get(k).trace.steps()));
-        for (int k = 0, n = 0; k < passing.size() && n < o.maxPassing; k++) {
-            if (!runs.get(passing.get(k)).trace.compacted()) {
-                kept.add(passing.get(k));
-                n++;
+        int passing = 0;
+        int dropped = 0;
+        for (int k : Main.passingByRelevance(runs)) {
+            if (passing < o.maxPassing && !runs.get(k).trace.compacted()) {
+                kept.add(k);
+                passing++;
+            } else {
+                dropped++;
             }
         }
-        int dropped = (int) passing.stream().filter(k -> !kept.contains(k)).count();
         if (dropped > 0) {
             warnings.add(dropped + " passing tests keep only their coverage (--max-passing "
                     + o.maxPassing + ")");
         }
-    }
-
-    private static Set<Integer> methods(Recording t) {
-        return t.methods();
     }
 
     // ------------------------------------------------------------ static relations

@@ -189,38 +189,49 @@ public final class Main {
     }
 
     /**
-     * Keeps in full at most {@code maxPassing} passing traces, those the dump would choose from
-     * what has run so far (sharing most methods with the failing traces, then fewer steps, then
-     * run order: as {@link Dump}); the others are compacted to their coverage. The same choice as
-     * the dump's when the failing tests run first; otherwise a passing test compacted before a
-     * later failing test ran is not reconsidered.
+     * Indices (into {@code runs}) of the passing tests that have a trace, in the order their
+     * traces are kept: most methods shared with the failing traces, then fewer steps, then run
+     * order. The dump keeps the first --max-passing ({@link Dump}); the recorder compacts the
+     * others as soon as they lose their place ({@link #retain}).
      */
-    static void retain(List<TestRun> runs, int maxPassing) {
+    static List<Integer> passingByRelevance(List<TestRun> runs) {
         java.util.Set<Integer> failing = new java.util.HashSet<>();
-        List<TestRun> held = new ArrayList<>();
-        for (TestRun r : runs) {
-            if (r.trace == null || r.trace.compacted()) {
+        List<Integer> passing = new ArrayList<>();
+        for (int k = 0; k < runs.size(); k++) {
+            TestRun r = runs.get(k);
+            if (r.trace == null) {
                 continue;
             }
             if (r.outcome.equals("fail")) {
                 failing.addAll(r.trace.methods());
             } else if (r.outcome.equals("pass")) {
-                held.add(r);
+                passing.add(k);
             }
         }
-        if (held.size() <= maxPassing) {
-            return;
-        }
-        Map<TestRun, Integer> shared = new HashMap<>();
-        for (TestRun r : held) {
-            java.util.Set<Integer> m = r.trace.methods();
+        int[] shared = new int[runs.size()];
+        for (int k : passing) {
+            java.util.Set<Integer> m = runs.get(k).trace.methods();
             m.retainAll(failing);
-            shared.put(r, m.size());
+            shared[k] = m.size();
         }
-        held.sort(java.util.Comparator.<TestRun>comparingInt(r -> -shared.get(r))
-                .thenComparingInt(r -> r.trace.steps()));
-        for (TestRun r : held.subList(maxPassing, held.size())) {
-            r.trace.compact(r.trace.methods());
+        passing.sort(java.util.Comparator.<Integer>comparingInt(k -> -shared[k])
+                .thenComparingInt(k -> runs.get(k).trace.steps()));
+        return passing;
+    }
+
+    /**
+     * Compacts the passing traces beyond the first {@code maxPassing} of
+     * {@link #passingByRelevance} to their coverage, so that memory stays bounded. The same
+     * choice as the dump's when the failing tests run first; otherwise a passing test compacted
+     * before a later failing test ran is not reconsidered.
+     */
+    static void retain(List<TestRun> runs, int maxPassing) {
+        int held = 0;
+        for (int k : passingByRelevance(runs)) {
+            Recording t = runs.get(k).trace;
+            if (!t.compacted() && ++held > maxPassing) {
+                t.compact();
+            }
         }
     }
 

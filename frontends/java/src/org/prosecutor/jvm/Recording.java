@@ -19,7 +19,7 @@ final class Recording {
     int failureStep;
 
     /** Set by {@link #compact}: the CFG edges between consecutive steps of a frame (gid pairs). */
-    java.util.Set<Long> edges;
+    private java.util.Set<Long> edges;
     private int compactedSteps = -1;
 
     int steps() {
@@ -32,7 +32,7 @@ final class Recording {
 
     private java.util.Set<Integer> methodSet;
 
-    /** The distinct methods with a recorded frame (a copy). */
+    /** The distinct methods with a recorded frame (a copy; computed once, kept by {@link #compact}). */
     java.util.Set<Integer> methods() {
         if (methodSet == null) {
             methodSet = new java.util.HashSet<>();
@@ -69,10 +69,11 @@ final class Recording {
      * step count) and lets the steps, frames and heap rows go: the dump holds at most
      * --max-passing passing traces, and a suite of long tests does not fit in the heap otherwise.
      */
-    void compact(java.util.Set<Integer> methodSet) {
+    void compact() {
+        methods();
         edges = edgeSet();
         compactedSteps = stmt.length;
-        frameMethod = methodSet.stream().mapToInt(Integer::intValue).toArray();
+        frameMethod = null;
         stmt = null;
         frame = null;
         branch = null;
