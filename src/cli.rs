@@ -46,6 +46,10 @@ pub enum Command {
     },
     /// Rank the source lines most likely to be the fault.
     Localize(LocalizeArgs),
+    /// Explain why the test fails: a ranked line's propagation path to the failure (with each
+    /// vertex's posterior) and the nearest successful run (seed 003: the branch instances that
+    /// had to evaluate differently for the failing test to pass).
+    Explain(ExplainArgs),
     /// Run a test command under the tracer and write a trace dump (Python/pytest, or with
     /// --java JUnit 4 tests on the JVM).
     Trace {
@@ -460,16 +464,8 @@ impl TraceArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct LocalizeArgs {
-    /// A trace dump directory (or give --src SRC -- TEST COMMAND, or --java ... -- TEST..., to
-    /// trace first).
-    pub dump: Option<PathBuf>,
     #[command(flatten)]
-    pub trace: TraceArgs,
-    /// Keep the dump written when tracing (default: a temporary directory).
-    #[arg(long, help_heading = TRACING)]
-    pub keep_dump: Option<PathBuf>,
-    #[command(flatten)]
-    pub model: ModelArgs,
+    pub input: RunInput,
     /// Print only the N most suspicious entries (0: all of them, as without --top).
     #[arg(long, help_heading = "Output")]
     pub top: Option<usize>,
@@ -482,6 +478,47 @@ pub struct LocalizeArgs {
     /// Rank lines, statements or methods (a method's score is its most suspicious statement's).
     #[arg(long, value_enum, default_value = "line", help_heading = "Output")]
     pub granularity: Granularity,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub input: RunInput,
+    /// The ranked line to explain, as FILE:LINE (default: the top one).
+    #[arg(long, value_name = "FILE:LINE", help_heading = "Explain")]
+    pub line: Option<String>,
+    /// The failing test whose run the nearest successful run is searched from (default: the
+    /// test the propagation path ends in, else the first failing test).
+    #[arg(long, value_name = "TEST", help_heading = "Explain")]
+    pub test: Option<String>,
+    /// Re-runs the nearest-successful-run search may make (each forces a set of branch
+    /// instances of the failing run).
+    #[arg(long, default_value_t = 200, help_heading = "Explain")]
+    pub max_runs: usize,
+    /// Also force loop branches (loop heads); seed 003's prototype never does.
+    #[arg(long, help_heading = "Explain")]
+    pub force_loops: bool,
+    /// Do not search for the nearest successful run.
+    #[arg(long, help_heading = "Explain")]
+    pub no_search: bool,
+    #[arg(long, value_enum, default_value = "table", help_heading = "Output")]
+    pub format: crate::explain::report::Format,
+}
+
+/// What `localize` and `explain` run on: a dump or tests to trace, the model, and how the
+/// counterfactual experiments run.
+#[derive(clap::Args, Debug)]
+pub struct RunInput {
+    /// A trace dump directory (or give --src SRC -- TEST COMMAND, or --java ... -- TEST..., to
+    /// trace first).
+    pub dump: Option<PathBuf>,
+    #[command(flatten)]
+    pub trace: TraceArgs,
+    /// Keep the dump written when tracing (default: a temporary directory).
+    #[arg(long, help_heading = TRACING)]
+    pub keep_dump: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// Counterfactual outcomes from a file (JSON list: `prosecutor plan` entries with an "outcome").
     #[arg(
         long,
@@ -504,6 +541,69 @@ pub struct LocalizeArgs {
     /// has no serve command or the warm runner fails). Default: $PROSECUTOR_CFX_RUNNER, else auto.
     #[arg(long, value_enum, help_heading = "Counterfactual experiments")]
     pub cfx_runner: Option<crate::localize::cfx::CfxRunner>,
+}
+
+impl RunInput {
+    /// The dump to read: the one given, or the one tracing writes (into `keep_dump`, else a
+    /// directory under `tmp`, which the caller keeps alive).
+    pub fn dump_dir(&self, tmp: &mut Option<tempfile::TempDir>) -> Result<PathBuf, Error> {
+        match (&self.dump, self.trace.given()) {
+            (Some(d), false) => Ok(d.clone()),
+            (Some(_), true) => Err(Error::Other(
+                "give either a DUMP or tests to trace (--src SRC -- TEST COMMAND, or \
+                 --java ... -- TEST...), not both"
+                    .to_owned(),
+            )),
+            (None, true) => {
+                let out = match &self.keep_dump {
+                    Some(p) => p.clone(),
+                    None => {
+                        let t = tempfile::tempdir()
+                            .map_err(|e| Error::Other(format!("cannot create a temp dir: {e}")))?;
+                        let out = t.path().join("dump");
+                        *tmp = Some(t);
+                        out
+                    }
+                };
+                Ok(self.trace.run(out, false)?.dump)
+            }
+            (None, false) => Err(Error::Other(
+                "give a DUMP directory, or --src SRC -- TEST COMMAND, or \
+                 --java --classes DIR --test-classes DIR -- TEST..."
+                    .to_owned(),
+            )),
+        }
+    }
+
+    /// How re-runs run (experiments, and `explain`'s path generation).
+    pub fn run_options(&self) -> RunOptions {
+        RunOptions {
+            jobs: self
+                .jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+            timeout: self.cfx_timeout.map(std::time::Duration::from_secs_f64),
+            progress: true,
+            known: Vec::new(),
+            runner: self.cfx_runner,
+        }
+    }
+
+    /// The rules and the localize options the flags give.
+    pub fn options(&self) -> Result<(Rules, crate::localize::Options), Error> {
+        let (rules, mut o) = self.model.options()?;
+        let variant_cfx = match &self.model.variant {
+            Some(id) => crate::variants::Variant::by_id(id)?.cfx(),
+            None => true,
+        };
+        o.cfx = if self.no_cfx || !variant_cfx {
+            CfxSource::Off
+        } else if let Some(p) = &self.cfx {
+            CfxSource::Results(p.clone())
+        } else {
+            CfxSource::Run(self.run_options())
+        };
+        Ok((rules, o))
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -602,60 +702,13 @@ pub fn try_main() -> Result<i32, Error> {
             .map_err(Error::Output)?;
         }
         Command::Localize(a) => {
-            let tmp;
-            let dump_dir = match (&a.dump, a.trace.given()) {
-                (Some(d), false) => d.clone(),
-                (Some(_), true) => {
-                    return Err(Error::Other(
-                        "give either a DUMP or tests to trace (--src SRC -- TEST COMMAND, or \
-                         --java ... -- TEST...), not both"
-                            .to_owned(),
-                    ))
-                }
-                (None, true) => {
-                    let out = match &a.keep_dump {
-                        Some(p) => p.clone(),
-                        None => {
-                            tmp = tempfile::tempdir().map_err(|e| {
-                                Error::Other(format!("cannot create a temp dir: {e}"))
-                            })?;
-                            tmp.path().join("dump")
-                        }
-                    };
-                    a.trace.run(out, false)?.dump
-                }
-                (None, false) => {
-                    return Err(Error::Other(
-                        "localize needs a DUMP directory, or --src SRC -- TEST COMMAND, or \
-                         --java --classes DIR --test-classes DIR -- TEST..."
-                            .to_owned(),
-                    ))
-                }
-            };
-            let (rules, mut o) = a.model.options()?;
+            let mut tmp = None;
+            let dump_dir = a.input.dump_dir(&mut tmp)?;
+            let (rules, mut o) = a.input.options()?;
             o.granularity = a.granularity;
             if a.html.is_some() {
                 o.paths = crate::html::PATHS;
             }
-            let variant_cfx = match &a.model.variant {
-                Some(id) => crate::variants::Variant::by_id(id)?.cfx(),
-                None => true,
-            };
-            o.cfx = if a.no_cfx || !variant_cfx {
-                CfxSource::Off
-            } else if let Some(p) = &a.cfx {
-                CfxSource::Results(p.clone())
-            } else {
-                CfxSource::Run(RunOptions {
-                    jobs: a.jobs.unwrap_or_else(|| {
-                        std::thread::available_parallelism().map_or(2, |n| n.get())
-                    }),
-                    timeout: a.cfx_timeout.map(std::time::Duration::from_secs_f64),
-                    progress: true,
-                    known: Vec::new(),
-                    runner: a.cfx_runner,
-                })
-            };
             let dump = crate::dump::Dump::load(&dump_dir)?;
             let report = crate::localize::localize(&dump, &rules, &o)?;
             for warning in &report.warnings {
@@ -665,6 +718,26 @@ pub fn try_main() -> Result<i32, Error> {
                 crate::html::write(file, &crate::html::localize_page(&dump, &report))?;
             }
             crate::report::write(&mut out, &report, a.format, a.top).map_err(Error::Output)?;
+        }
+        Command::Explain(a) => {
+            let mut tmp = None;
+            let dump_dir = a.input.dump_dir(&mut tmp)?;
+            let (rules, o) = a.input.options()?;
+            let dump = crate::dump::Dump::load(&dump_dir)?;
+            let config = crate::explain::pathgen::Config {
+                loops: a.force_loops,
+                max_runs: a.max_runs,
+            };
+            let req = crate::explain::Request {
+                line: a.line.clone(),
+                test: a.test.clone(),
+                search: (!a.no_search).then(|| (config, a.input.run_options())),
+            };
+            let ex = crate::explain::explain(&dump, &rules, &o, &req).map_err(Error::Other)?;
+            for warning in &ex.warnings {
+                eprintln!("prosecutor: warning: {warning}");
+            }
+            ex.write(&mut out, a.format).map_err(Error::Output)?;
         }
         Command::Trace { trace, out: dir } => {
             let s = trace.run(dir, true)?;

@@ -11,6 +11,7 @@ pub mod dump;
 pub mod epg;
 pub mod error;
 pub mod eval;
+pub mod explain;
 pub mod forward;
 pub mod frontend;
 pub mod html;

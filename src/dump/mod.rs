@@ -488,120 +488,16 @@ impl Dump {
                 });
             }
         }
+        let frame_ids = read_control(
+            &dir,
+            &self.stmts,
+            &self.method_ids,
+            &trace_ids,
+            &mut self.traces,
+        )?;
         let unknown_trace = |s: &str| {
             format!("unknown trace {s:?} (no [[test]] in manifest.toml has trace = {s:?})")
         };
-        // frame.facts
-        let mut frame_ids: Vec<HashMap<String, u32>> = vec![HashMap::new(); self.traces.len()];
-        {
-            let traces = &mut self.traces;
-            let method_ids = &self.method_ids;
-            read_rows(&dir, "frame", 4, true, |_, c| {
-                let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
-                let method = method_ids
-                    .get(c[2])
-                    .ok_or_else(|| format!("unknown method {:?}", c[2]))?;
-                let call_step = if c[3] == "-" {
-                    None
-                } else {
-                    Some(facts::uint(c[3], "call_step")?)
-                };
-                let id = traces[t].frames.len() as u32;
-                if frame_ids[t].insert(c[1].to_owned(), id).is_some() {
-                    return Err(format!(
-                        "frame {:?} declared twice in trace {:?}",
-                        c[1], c[0]
-                    ));
-                }
-                traces[t].frames.push(Frame {
-                    id: c[1].to_owned(),
-                    method,
-                    call_step,
-                });
-                Ok(())
-            })?;
-        }
-        // step.facts: fast path, rows arrive in any order per trace but must be consecutive.
-        {
-            let traces = &mut self.traces;
-            let stmts = &self.stmts;
-            // Statement and frame names by &str with a fast hash (one lookup per step each).
-            let stmt_of: rustc_hash::FxHashMap<&str, u32> = stmts
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.id.as_str(), i as u32))
-                .collect();
-            let frame_of: Vec<rustc_hash::FxHashMap<&str, u32>> = frame_ids
-                .iter()
-                .map(|m| m.iter().map(|(k, &v)| (k.as_str(), v)).collect())
-                .collect();
-            let mut last_trace: (String, usize) = (String::new(), usize::MAX);
-            read_rows(&dir, "step", 4, true, |_, c| {
-                let t = if last_trace.1 != usize::MAX && last_trace.0 == c[0] {
-                    last_trace.1
-                } else {
-                    let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
-                    last_trace = (c[0].to_owned(), t);
-                    t
-                };
-                let idx = facts::uint(c[1], "step index")?;
-                let tr = &mut traces[t];
-                if idx as usize != tr.steps.len() {
-                    return Err(format!(
-                        "steps out of order in trace {:?}: expected step {}, found step {idx}",
-                        c[0],
-                        tr.steps.len()
-                    ));
-                }
-                let stmt = *stmt_of
-                    .get(c[2])
-                    .ok_or_else(|| format!("unknown statement {:?} (not in stmt.facts)", c[2]))?;
-                let frame = *frame_of[t].get(c[3]).ok_or_else(|| {
-                    format!(
-                        "unknown frame {:?} in trace {:?} (not in frame.facts)",
-                        c[3], c[0]
-                    )
-                })?;
-                let fm = tr.frames[frame as usize].method;
-                if stmts[stmt as usize].method != fm {
-                    return Err(format!(
-                        "statement {:?} belongs to method {:?} but runs in frame {:?} of another method",
-                        c[2], stmts[stmt as usize].method, c[3]
-                    ));
-                }
-                tr.steps.push(Step { stmt, frame });
-                Ok(())
-            })?;
-        }
-        for tr in &mut self.traces {
-            tr.branch = vec![None; tr.steps.len()];
-        }
-        {
-            let traces = &mut self.traces;
-            let stmts = &self.stmts;
-            read_rows(&dir, "branch", 3, true, |_, c| {
-                let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
-                let idx = facts::uint(c[1], "step index")? as usize;
-                let tr = &mut traces[t];
-                let step = tr
-                    .steps
-                    .get(idx)
-                    .ok_or_else(|| format!("step {idx} does not exist in trace {:?}", c[0]))?;
-                if stmts[step.stmt as usize].kind != StmtKind::Branch {
-                    return Err(format!(
-                        "step {idx} of trace {:?} is not a branch statement",
-                        c[0]
-                    ));
-                }
-                let o = match c[2] {
-                    "1" => true,
-                    "0" => false,
-                    other => return Err(format!("branch outcome must be 0 or 1, found {other:?}")),
-                };
-                tr.branch[idx] = Some(o);
-                Ok(())
-            })?;
-        }
         {
             let traces = &mut self.traces;
             let vars = &mut self.vars;
@@ -682,9 +578,29 @@ impl Dump {
 
     /// Stack discipline, branch outcomes and the failure step of one trace.
     fn check_trace(&self, tr: &Trace) -> Result<(), DumpError> {
-        let step_path = self.dir.join("step.facts");
-        let err = |msg: String| DumpError::at(&step_path, 0, format!("trace {:?}: {msg}", tr.id));
+        self.check_control(&self.dir, tr)?;
         let test = &self.manifest.tests[tr.test];
+        if let Some(fs) = test.failure_step {
+            if fs as usize >= tr.steps.len() {
+                return Err(DumpError::at(
+                    &self.dir.join("manifest.toml"),
+                    0,
+                    format!(
+                        "test {:?}: failure_step {fs} is past the end of trace {:?} ({} steps)",
+                        test.id,
+                        tr.id,
+                        tr.steps.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stack discipline and branch outcomes of a trace read from `dir`.
+    fn check_control(&self, dir: &Path, tr: &Trace) -> Result<(), DumpError> {
+        let step_path = dir.join("step.facts");
+        let err = |msg: String| DumpError::at(&step_path, 0, format!("trace {:?}: {msg}", tr.id));
         if tr.steps.is_empty() {
             return Err(err("has no steps".to_owned()));
         }
@@ -750,7 +666,7 @@ impl Dump {
         for (i, s) in tr.steps.iter().enumerate() {
             if self.stmts[s.stmt as usize].kind == StmtKind::Branch && tr.branch[i].is_none() {
                 return Err(DumpError::at(
-                    &self.dir.join("branch.facts"),
+                    &dir.join("branch.facts"),
                     0,
                     format!(
                         "trace {:?}: branch step {i} ({}) has no outcome",
@@ -759,21 +675,30 @@ impl Dump {
                 ));
             }
         }
-        if let Some(fs) = test.failure_step {
-            if fs as usize >= tr.steps.len() {
-                return Err(DumpError::at(
-                    &self.dir.join("manifest.toml"),
-                    0,
-                    format!(
-                        "test {:?}: failure_step {fs} is past the end of trace {:?} ({} steps)",
-                        test.id,
-                        tr.id,
-                        tr.steps.len()
-                    ),
-                ));
-            }
-        }
         Ok(())
+    }
+
+    /// One run's trace as a re-run writes it (docs/trace-format.md "Forcing a set of branch
+    /// instances"): `frame.facts`, `step.facts` and `branch.facts` of the single trace `trace` in
+    /// `dir`, read against this dump's statements and methods; `test` is the manifest test it
+    /// re-ran.
+    pub fn load_run(&self, dir: &Path, trace: &str, test: usize) -> Result<Trace, DumpError> {
+        let mut ids = Interner::new();
+        ids.intern(trace);
+        let mut traces = vec![Trace {
+            id: trace.to_owned(),
+            test,
+            steps: Vec::new(),
+            frames: Vec::new(),
+            branch: Vec::new(),
+            binds: HashMap::new(),
+            heap: Vec::new(),
+            multi_open: Default::default(),
+        }];
+        read_control(dir, &self.stmts, &self.method_ids, &ids, &mut traces)?;
+        let tr = traces.pop().expect("one trace");
+        self.check_control(dir, &tr)?;
+        Ok(tr)
     }
 
     fn load_coverage(&mut self) -> Result<(), DumpError> {
@@ -823,4 +748,130 @@ impl Dump {
         let t = &self.manifest.tests[trace.test];
         (t.outcome == Outcome::Fail).then(|| t.failure_step.unwrap_or(trace.steps.len() as u32 - 1))
     }
+}
+
+/// Reads the control part of traces from `dir`: `frame.facts`, `step.facts` and `branch.facts`
+/// (rows of the traces `trace_ids` names, which `traces_in` holds empty, in that order).
+/// Returns each trace's frame ids by name.
+fn read_control(
+    dir: &Path,
+    stmts: &[Stmt],
+    method_ids: &Interner,
+    trace_ids: &Interner,
+    traces_in: &mut [Trace],
+) -> Result<Vec<HashMap<String, u32>>, DumpError> {
+    let unknown_trace =
+        |s: &str| format!("unknown trace {s:?} (no [[test]] in manifest.toml has trace = {s:?})");
+    // frame.facts
+    let mut frame_ids: Vec<HashMap<String, u32>> = vec![HashMap::new(); traces_in.len()];
+    {
+        let traces = &mut *traces_in;
+        let method_ids = method_ids;
+        read_rows(&dir, "frame", 4, true, |_, c| {
+            let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
+            let method = method_ids
+                .get(c[2])
+                .ok_or_else(|| format!("unknown method {:?}", c[2]))?;
+            let call_step = if c[3] == "-" {
+                None
+            } else {
+                Some(facts::uint(c[3], "call_step")?)
+            };
+            let id = traces[t].frames.len() as u32;
+            if frame_ids[t].insert(c[1].to_owned(), id).is_some() {
+                return Err(format!(
+                    "frame {:?} declared twice in trace {:?}",
+                    c[1], c[0]
+                ));
+            }
+            traces[t].frames.push(Frame {
+                id: c[1].to_owned(),
+                method,
+                call_step,
+            });
+            Ok(())
+        })?;
+    }
+    // step.facts: fast path, rows arrive in any order per trace but must be consecutive.
+    {
+        let traces = &mut *traces_in;
+
+        // Statement and frame names by &str with a fast hash (one lookup per step each).
+        let stmt_of: rustc_hash::FxHashMap<&str, u32> = stmts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i as u32))
+            .collect();
+        let frame_of: Vec<rustc_hash::FxHashMap<&str, u32>> = frame_ids
+            .iter()
+            .map(|m| m.iter().map(|(k, &v)| (k.as_str(), v)).collect())
+            .collect();
+        let mut last_trace: (String, usize) = (String::new(), usize::MAX);
+        read_rows(&dir, "step", 4, true, |_, c| {
+            let t = if last_trace.1 != usize::MAX && last_trace.0 == c[0] {
+                last_trace.1
+            } else {
+                let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
+                last_trace = (c[0].to_owned(), t);
+                t
+            };
+            let idx = facts::uint(c[1], "step index")?;
+            let tr = &mut traces[t];
+            if idx as usize != tr.steps.len() {
+                return Err(format!(
+                    "steps out of order in trace {:?}: expected step {}, found step {idx}",
+                    c[0],
+                    tr.steps.len()
+                ));
+            }
+            let stmt = *stmt_of
+                .get(c[2])
+                .ok_or_else(|| format!("unknown statement {:?} (not in stmt.facts)", c[2]))?;
+            let frame = *frame_of[t].get(c[3]).ok_or_else(|| {
+                format!(
+                    "unknown frame {:?} in trace {:?} (not in frame.facts)",
+                    c[3], c[0]
+                )
+            })?;
+            let fm = tr.frames[frame as usize].method;
+            if stmts[stmt as usize].method != fm {
+                return Err(format!(
+                        "statement {:?} belongs to method {:?} but runs in frame {:?} of another method",
+                        c[2], stmts[stmt as usize].method, c[3]
+                    ));
+            }
+            tr.steps.push(Step { stmt, frame });
+            Ok(())
+        })?;
+    }
+    for tr in traces_in.iter_mut() {
+        tr.branch = vec![None; tr.steps.len()];
+    }
+    {
+        let traces = &mut *traces_in;
+
+        read_rows(&dir, "branch", 3, true, |_, c| {
+            let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
+            let idx = facts::uint(c[1], "step index")? as usize;
+            let tr = &mut traces[t];
+            let step = tr
+                .steps
+                .get(idx)
+                .ok_or_else(|| format!("step {idx} does not exist in trace {:?}", c[0]))?;
+            if stmts[step.stmt as usize].kind != StmtKind::Branch {
+                return Err(format!(
+                    "step {idx} of trace {:?} is not a branch statement",
+                    c[0]
+                ));
+            }
+            let o = match c[2] {
+                "1" => true,
+                "0" => false,
+                other => return Err(format!("branch outcome must be 0 or 1, found {other:?}")),
+            };
+            tr.branch[idx] = Some(o);
+            Ok(())
+        })?;
+    }
+    Ok(frame_ids)
 }

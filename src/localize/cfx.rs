@@ -45,6 +45,14 @@ pub struct Experiment {
     pub text: String,
     /// Posterior probability that the branch condition was evaluated incorrectly.
     pub score: f64,
+    /// A set of branch instances to force instead of the one flip (`explain`'s path
+    /// generation): `(statement, occurrence, outcome 0/1)`; `stmt` is then empty
+    /// (docs/trace-format.md "Forcing a set of branch instances").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub force: Vec<(String, u32, u8)>,
+    /// Where the re-run writes its trace (`step.facts`, `frame.facts`, `branch.facts`).
+    #[serde(skip)]
+    pub events: Option<PathBuf>,
 }
 
 impl Experiment {
@@ -84,6 +92,10 @@ pub struct ExperimentResult {
     /// ran (a void experiment of a test whose control run did not fail).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub runner: String,
+    /// The re-run reported on its forced set ([`Experiment::force`]): a front-end that does
+    /// not know the request leaves it false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forced: bool,
 }
 
 /// How counterfactual experiments run (`localize --cfx-runner`, or the environment variable
@@ -101,6 +113,13 @@ pub enum CfxRunner {
 
 /// The environment variable that picks the runner when `--cfx-runner` is not given.
 pub const RUNNER_ENV: &str = "PROSECUTOR_CFX_RUNNER";
+
+/// The environment variable that gives a cold re-run its forced set (JSON `[[stmt, occurrence,
+/// to], ...]`; docs/trace-format.md "Forcing a set of branch instances").
+pub const FORCE_ENV: &str = "PROSECUTOR_FORCE";
+
+/// The environment variable that asks a cold re-run to write its trace into a directory.
+pub const EVENTS_ENV: &str = "PROSECUTOR_EVENTS";
 
 impl CfxRunner {
     /// `given`, else [`RUNNER_ENV`], else `auto`.
@@ -188,6 +207,8 @@ pub fn plan(
                 line: st.line,
                 text: st.text.clone(),
                 score,
+                force: Vec::new(),
+                events: None,
             }
         })
         .collect()
@@ -440,6 +461,43 @@ pub fn run(
     Ok(results)
 }
 
+/// Single re-runs through the dump's runners, warm while the warm runner serves, one at a
+/// time as the caller asks (`explain`'s path generation, whose next run depends on the last).
+pub struct Reruns<'a> {
+    runner: Runner<'a>,
+}
+
+impl<'a> Reruns<'a> {
+    pub fn new(dump: &'a Dump, o: &RunOptions) -> Result<Self, String> {
+        let rerun = dump.manifest.rerun.as_ref().ok_or_else(|| {
+            "the dump has no [rerun] section: its tests cannot be re-run".to_owned()
+        })?;
+        Ok(Reruns {
+            runner: Runner::new(dump, rerun, o)?,
+        })
+    }
+
+    /// Runs `e` (a control run when `control`) within `limit`.
+    pub fn run(&self, e: &Experiment, limit: Duration, control: bool) -> ExperimentResult {
+        self.runner.run(e, limit, control, None)
+    }
+
+    /// The time limit of a run after a control run of `took` (as for experiments).
+    pub fn limit_after(took: Duration) -> Duration {
+        measured_limit(took)
+    }
+
+    /// The limit of a control run of `test`.
+    pub fn control_limit(dump: &Dump, test: &str) -> Duration {
+        base_timeout(dump, test) * 2
+    }
+
+    /// How the runs ran (warm, cold and why).
+    pub fn summary(&self) -> String {
+        self.runner.summary()
+    }
+}
+
 /// One experiment of a test whose control run is `control`.
 fn experiment(
     dump: &Dump,
@@ -463,6 +521,7 @@ fn experiment(
             detail: why.clone(),
             duration_ms: 0,
             runner: String::new(),
+            forced: false,
         },
         Control::Fails(took) => {
             let limit = o.timeout.unwrap_or_else(|| measured_limit(*took));
@@ -642,6 +701,7 @@ impl<'a> Runner<'a> {
             detail,
             duration_ms: reply.duration_ms,
             runner,
+            forced: reply.forced.is_some(),
         }
     }
 
@@ -720,6 +780,7 @@ fn run_one(
         detail,
         duration_ms: start.elapsed().as_millis() as u64,
         runner: String::new(),
+        forced: false,
     };
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -729,6 +790,15 @@ fn run_one(
         .stderr(Stdio::piped());
     for (k, v) in &rerun.env {
         cmd.env(k, v);
+    }
+    if !e.force.is_empty() {
+        cmd.env(
+            FORCE_ENV,
+            serde_json::to_string(&e.force).unwrap_or_default(),
+        );
+    }
+    if let Some(dir) = &e.events {
+        cmd.env(EVENTS_ENV, dir);
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -769,6 +839,8 @@ fn run_one(
         flipped: bool,
         #[serde(default)]
         detail: String,
+        #[serde(default)]
+        forced: Option<serde_json::Value>,
     }
     fn yes() -> bool {
         true
@@ -779,7 +851,10 @@ fn run_one(
     {
         Some(r) => {
             let (o, detail) = classify(&r.outcome, r.flipped, r.detail, control);
-            finish(o, detail)
+            ExperimentResult {
+                forced: r.forced.is_some(),
+                ..finish(o, detail)
+            }
         }
         None if status.success() => finish(
             CfxOutcome::Pass,
@@ -905,11 +980,14 @@ mod tests {
                 line: 3,
                 text: "if x:".into(),
                 score: 0.5,
+                force: Vec::new(),
+                events: None,
             },
             outcome,
             detail: detail.into(),
             duration_ms: 5,
             runner: "warm".into(),
+            forced: false,
         }
     }
 

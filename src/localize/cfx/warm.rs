@@ -39,6 +39,9 @@ pub(super) struct Reply {
     /// code, which the warm session has already run).
     #[serde(default)]
     pub runner: Option<String>,
+    /// The forced set's report, when the request forced a set.
+    #[serde(default)]
+    pub forced: Option<serde_json::Value>,
 }
 
 #[derive(Default)]
@@ -129,13 +132,19 @@ impl Server {
             }
             p.waiting.insert(id, tx);
         }
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "id": id,
             "test": e.test,
             "stmt": e.stmt,
             "occurrence": e.occurrence,
             "timeout_s": limit.as_secs_f64(),
         });
+        if !e.force.is_empty() {
+            line["force"] = serde_json::json!(e.force);
+        }
+        if let Some(dir) = &e.events {
+            line["events"] = serde_json::json!(dir);
+        }
         if let Err(err) = self.send(&line.to_string()) {
             return Err(self.fail(format!("cannot send a request: {err}")));
         }
@@ -292,6 +301,8 @@ mod tests {
             line: 1,
             text: "if x:".into(),
             score: 0.5,
+            force: Vec::new(),
+            events: None,
         }
     }
 

@@ -1,0 +1,133 @@
+//! `prosecutor explain`: why a test fails, beyond a ranking of lines.
+//!
+//! * [`index`]: execution indexing (seed 004 §2) and the alignment of two runs by index (seed
+//!   003 Def. 2);
+//! * [`pathgen`]: seed 003's nearest successful run (Def. 3–4, Fig. 3), each candidate a real
+//!   re-run with a set of branch instances forced;
+//! * [`rerun`]: the [`pathgen::Executor`] of a dump, through its `[rerun]` commands;
+//! * [`report`]: the command's output (table, JSON, DOT).
+
+pub mod index;
+pub mod pathgen;
+pub mod report;
+pub mod rerun;
+
+#[cfg(test)]
+mod tests;
+
+use crate::cdg::ControlDeps;
+use crate::dump::Dump;
+use crate::localize::cfx::RunOptions;
+use crate::localize::Options;
+use crate::pipeline::Rules;
+use report::Explanation;
+
+/// What to explain and how far to search.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `FILE:LINE` of a ranked line (default: the top one).
+    pub line: Option<String>,
+    /// The failing test whose run seed 003 starts from (default: the test the propagation path
+    /// ends in, else the first failing test with a trace).
+    pub test: Option<String>,
+    /// Seed 003's search: `None` = not searched.
+    pub search: Option<(pathgen::Config, RunOptions)>,
+}
+
+/// Localizes, picks the line, and explains it.
+pub fn explain(
+    dump: &Dump,
+    rules: &Rules,
+    o: &Options,
+    req: &Request,
+) -> Result<Explanation, String> {
+    let mut o = o.clone();
+    o.paths = usize::MAX;
+    let loc = crate::localize::localize(dump, rules, &o).map_err(|e| e.to_string())?;
+    let entry = pick(&loc.ranking, req.line.as_deref())?;
+    let path = loc.details.as_ref().and_then(|d| {
+        d.paths
+            .iter()
+            .find(|p| p.file == entry.file && p.line == entry.line)
+    });
+    let mut ex = Explanation::new(entry, path);
+    ex.warnings = loc.warnings.clone();
+    let Some((config, run)) = &req.search else {
+        return Ok(ex);
+    };
+    let from_path = path.and_then(|p| p.vertices.iter().rev().find(|v| !v.test.is_empty()));
+    let test = req
+        .test
+        .clone()
+        .or_else(|| from_path.map(|v| v.test.clone()));
+    let trace = failing_trace(dump, test.as_deref())?;
+    match nearest_successful_run(dump, trace, config, run) {
+        Ok((control, out)) => ex.with_path_generation(dump, &control, &out),
+        Err(why) => ex
+            .warnings
+            .push(format!("nearest successful run not searched: {why}")),
+    }
+    Ok(ex)
+}
+
+/// Seed 003 from `trace`'s test: the control run (the failing run searched from) and the
+/// search's outcome.
+fn nearest_successful_run(
+    dump: &Dump,
+    trace: &crate::dump::Trace,
+    config: &pathgen::Config,
+    run: &RunOptions,
+) -> Result<(crate::dump::Trace, pathgen::Outcome), String> {
+    let (mut exec, control) = rerun::DumpExecutor::start(dump, trace, run)?;
+    let cd = ControlDeps::compute(dump);
+    let out = pathgen::search(dump, &cd, &control, &mut exec, config)?;
+    if run.progress {
+        eprintln!("path generation: {} re-runs; {}", out.runs, exec.summary());
+    }
+    Ok((control, out))
+}
+
+/// The ranked entry `line` (`FILE:LINE`, the file as ranked or a path ending in it), or the top.
+fn pick<'a>(
+    ranking: &'a [crate::localize::ranking::Ranked],
+    line: Option<&str>,
+) -> Result<&'a crate::localize::ranking::Ranked, String> {
+    let Some(spec) = line else {
+        return ranking
+            .first()
+            .ok_or_else(|| "the ranking is empty".to_owned());
+    };
+    let (file, n) = spec
+        .rsplit_once(':')
+        .and_then(|(f, l)| Some((f, l.parse::<u32>().ok()?)))
+        .ok_or_else(|| format!("--line {spec:?}: expected FILE:LINE"))?;
+    let same =
+        |f: &str| f == file || f.ends_with(&format!("/{file}")) || file.ends_with(&format!("/{f}"));
+    ranking
+        .iter()
+        .find(|e| e.line == n && same(&e.file))
+        .ok_or_else(|| {
+            format!(
+                "--line {spec}: not a ranked line ({} lines are ranked)",
+                ranking.len()
+            )
+        })
+}
+
+/// The trace of failing test `test`, or of the first failing test with a trace.
+fn failing_trace<'a>(dump: &'a Dump, test: Option<&str>) -> Result<&'a crate::dump::Trace, String> {
+    let failing = |t: &&crate::dump::Trace| dump.failure_step(t).is_some();
+    match test {
+        Some(id) => dump
+            .traces
+            .iter()
+            .filter(failing)
+            .find(|t| dump.manifest.tests[t.test].id == id)
+            .ok_or_else(|| format!("--test {id}: no failing test with a trace has this id")),
+        None => dump
+            .traces
+            .iter()
+            .find(failing)
+            .ok_or_else(|| "the dump has no failing test with a trace".to_owned()),
+    }
+}
