@@ -766,8 +766,7 @@ fn read_control(
     let mut frame_ids: Vec<HashMap<String, u32>> = vec![HashMap::new(); traces_in.len()];
     {
         let traces = &mut *traces_in;
-        let method_ids = method_ids;
-        read_rows(&dir, "frame", 4, true, |_, c| {
+        read_rows(dir, "frame", 4, true, |_, c| {
             let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
             let method = method_ids
                 .get(c[2])
@@ -807,7 +806,7 @@ fn read_control(
             .map(|m| m.iter().map(|(k, &v)| (k.as_str(), v)).collect())
             .collect();
         let mut last_trace: (String, usize) = (String::new(), usize::MAX);
-        read_rows(&dir, "step", 4, true, |_, c| {
+        read_rows(dir, "step", 4, true, |_, c| {
             let t = if last_trace.1 != usize::MAX && last_trace.0 == c[0] {
                 last_trace.1
             } else {
@@ -850,7 +849,7 @@ fn read_control(
     {
         let traces = &mut *traces_in;
 
-        read_rows(&dir, "branch", 3, true, |_, c| {
+        read_rows(dir, "branch", 3, true, |_, c| {
             let t = trace_ids.get(c[0]).ok_or_else(|| unknown_trace(c[0]))? as usize;
             let idx = facts::uint(c[1], "step index")? as usize;
             let tr = &mut traces[t];

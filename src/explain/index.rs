@@ -67,6 +67,9 @@ pub struct RunIndex {
     pub dep: Vec<Option<u32>>,
     /// The leaf node of each step: its execution index.
     pub leaf: Vec<u32>,
+    /// Whether a step's parent is the call step that opened its frame (not a controller of its
+    /// own frame).
+    pub via_call: Vec<bool>,
 }
 
 impl Indexer {
@@ -103,15 +106,19 @@ impl Indexer {
         let mut ctx_of: Vec<u32> = Vec::with_capacity(n);
         let mut leaf = Vec::with_capacity(n);
         let mut seen: FxHashMap<(u32, StmtId), u32> = FxHashMap::default();
+        let mut via_call = Vec::with_capacity(n);
         for (i, s) in tr.steps.iter().enumerate() {
+            via_call.push(dep[i].is_some_and(|p| tr.steps[p as usize].frame != s.frame));
             let ctx = match dep[i] {
                 None => ROOT,
                 Some(p) => {
                     let ps = tr.steps[p as usize];
+                    // the call step that opened the frame (itself maybe a branch whose
+                    // condition makes the call: its outcome comes after the callee's steps)
                     let ann = match tr.branch[p as usize] {
+                        _ if ps.frame != s.frame => Ann::Call(ordinal[s.frame as usize]),
                         Some(true) => Ann::True,
                         Some(false) => Ann::False,
-                        None if ps.frame != s.frame => Ann::Call(ordinal[s.frame as usize]),
                         None => Ann::Other,
                     };
                     self.intern(Node {
@@ -131,7 +138,11 @@ impl Indexer {
             *k += 1;
             leaf.push(self.intern(node));
         }
-        RunIndex { dep, leaf }
+        RunIndex {
+            dep,
+            leaf,
+            via_call,
+        }
     }
 
     /// The index of a node as the paper writes it: `[S, 2T, 6T, 7]`, each statement shown by
@@ -205,17 +216,19 @@ pub fn align(a: &RunIndex, b: &RunIndex) -> Vec<Option<u32>> {
     a.leaf.iter().map(|l| at.get(l).copied()).collect()
 }
 
-/// Whether step `e` is (transitively) dynamically control-dependent on step `on`.
+/// Whether step `e` is (transitively) dynamically control-dependent on the *outcome* of step
+/// `on`: the steps of a call that `on`'s own condition makes hang below `on` but run before its
+/// outcome exists, so they do not depend on it.
 pub fn depends_on(idx: &RunIndex, e: u32, on: u32) -> bool {
-    let mut at = idx.dep[e as usize];
-    while let Some(p) = at {
+    let mut child = e;
+    while let Some(p) = idx.dep[child as usize] {
         if p == on {
-            return true;
+            return !idx.via_call[child as usize];
         }
         if p < on {
             return false; // parents precede their children: `on` is not above
         }
-        at = idx.dep[p as usize];
+        child = p;
     }
     false
 }
