@@ -501,6 +501,10 @@ pub struct ExplainArgs {
     /// Do not search for the nearest successful run.
     #[arg(long, help_heading = "Explain")]
     pub no_search: bool,
+    /// The faulty lines, when known (repeatable; FILE:LINE[,LINE...]): the nearest successful
+    /// run's report is then scored as seed 003 scores it (1 − |DS*| / |PDG|).
+    #[arg(long, value_name = "FILE:LINE", help_heading = "Explain")]
+    pub faulty: Vec<String>,
     #[arg(long, value_enum, default_value = "table", help_heading = "Output")]
     pub format: crate::explain::report::Format,
 }
@@ -732,6 +736,12 @@ pub fn try_main() -> Result<i32, Error> {
                 line: a.line.clone(),
                 test: a.test.clone(),
                 search: (!a.no_search).then(|| (config, a.input.run_options())),
+                faulty: a
+                    .faulty
+                    .iter()
+                    .map(|f| crate::eval::score::FaultyLines::parse(f))
+                    .collect::<Result<_, _>>()
+                    .map_err(Error::Other)?,
             };
             let ex = crate::explain::explain(&dump, &rules, &o, &req).map_err(Error::Other)?;
             for warning in &ex.warnings {

@@ -11,6 +11,7 @@ pub mod index;
 pub mod pathgen;
 pub mod report;
 pub mod rerun;
+pub mod score;
 
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,8 @@ pub struct Request {
     pub test: Option<String>,
     /// Seed 003's search: `None` = not searched.
     pub search: Option<(pathgen::Config, RunOptions)>,
+    /// The faulty lines, when known: the report is then scored (spec §4).
+    pub faulty: Vec<crate::eval::score::FaultyLines>,
 }
 
 /// Localizes, picks the line, and explains it.
@@ -62,7 +65,12 @@ pub fn explain(
         .or_else(|| from_path.map(|v| v.test.clone()));
     let trace = failing_trace(dump, test.as_deref())?;
     match nearest_successful_run(dump, trace, config, run) {
-        Ok((control, out)) => ex.with_path_generation(dump, &control, &out),
+        Ok((control, out)) => {
+            ex.with_path_generation(dump, &control, &out);
+            if !req.faulty.is_empty() {
+                ex.score_report(dump, &control, &out, &req.faulty);
+            }
+        }
         Err(why) => ex
             .warnings
             .push(format!("nearest successful run not searched: {why}")),

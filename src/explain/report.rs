@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::pathgen::{Outcome, Verdict};
 use crate::dump::{Dump, Trace};
+use crate::eval::score::FaultyLines;
 use crate::localize::paths::LinePath;
 use crate::localize::ranking::Ranked;
 
@@ -72,6 +73,11 @@ pub struct PathGeneration {
     pub runs: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// With `--faulty`: the report's score `1 − |DS*| / |PDG|` (spec §4) and its Table 4 bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<u32>,
     pub candidates: Vec<CandidateRow>,
 }
 
@@ -157,6 +163,8 @@ impl Explanation {
             size: stmts.len(),
             runs: out.runs,
             stopped: out.stopped.clone(),
+            score: None,
+            bucket: None,
             candidates: out
                 .candidates
                 .iter()
@@ -171,6 +179,36 @@ impl Explanation {
                 })
                 .collect(),
         });
+    }
+
+    /// Scores the report against the faulty lines (the statements on them are the defects).
+    pub fn score_report(
+        &mut self,
+        dump: &Dump,
+        failing: &Trace,
+        out: &Outcome,
+        faulty: &[FaultyLines],
+    ) {
+        let Some(g) = &mut self.path_generation else {
+            return;
+        };
+        let blamed: Vec<_> = out.report.as_ref().map_or_else(Vec::new, |(d, _)| {
+            d.0.iter()
+                .map(|&p| failing.steps[p as usize].stmt)
+                .collect()
+        });
+        let defects: Vec<_> = (0..dump.stmts.len() as u32)
+            .filter(|&s| {
+                let st = &dump.stmts[s as usize];
+                faulty
+                    .iter()
+                    .any(|f| f.lines.contains(&st.line) && f.file_matches(&st.file))
+            })
+            .collect();
+        let cd = crate::cdg::ControlDeps::compute(dump);
+        let score = super::score::Pdg::build(dump, &cd).score(&blamed, &defects);
+        g.score = Some(score);
+        g.bucket = Some(super::score::bucket(score));
     }
 
     pub fn write(&self, w: &mut dyn Write, format: Format) -> std::io::Result<()> {
@@ -242,6 +280,13 @@ impl Explanation {
             g.candidates.len(),
             g.runs
         )?;
+        if let Some(score) = g.score {
+            writeln!(
+                w,
+                "  report score (1 - |DS*| / |PDG|): {:.1} %",
+                score * 100.0
+            )?;
+        }
         for s in &self.nearest_successful_run {
             let show = |b: Option<bool>| b.map_or("?", |b| if b { "true" } else { "false" });
             writeln!(

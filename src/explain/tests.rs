@@ -466,3 +466,29 @@ fn the_first_successful_candidate_ends_the_search() {
     assert!(out.found.is_none());
     assert!(out.stopped.unwrap().contains("budget"));
 }
+
+#[test]
+fn report_score_counts_the_statements_searched_before_the_fault() {
+    use super::score::{bucket, Pdg};
+    let dir = tempfile::tempdir().unwrap();
+    let dump = fig2_program().write(dir.path(), &fig2_run([false, false, true, true]));
+    let cd = ControlDeps::compute(&dump);
+    let pdg = Pdg::build(&dump, &cd);
+    let s = |id: &str| dump.stmt(id).unwrap();
+    assert_eq!(
+        pdg.nodes, 9,
+        "the application statements; the test's are not nodes"
+    );
+    // from {3, 6}: the fault 7 is one edge forward of 6, and DS(1) = {3, 6, 4, 7, 9, 5}
+    let score = pdg.score(&[s("b3"), s("b6")], &[s("s7")]);
+    assert!((score - (1.0 - 6.0 / 9.0)).abs() < 1e-12, "{score}");
+    // a report on the fault itself: DS(0) = the report
+    assert!((pdg.score(&[s("s7")], &[s("s7")]) - 8.0 / 9.0).abs() < 1e-12);
+    // no directed path either way from the report to the fault, and an empty report: 0
+    assert_eq!(pdg.score(&[s("b3"), s("b6")], &[s("s2")]), 0.0);
+    assert_eq!(pdg.score(&[], &[s("s7")]), 0.0);
+    assert_eq!(
+        (bucket(0.999), bucket(0.95), bucket(0.899), bucket(0.04)),
+        (100, 90, 90, 0)
+    );
+}
