@@ -1830,6 +1830,51 @@ def _bare_prefix():
 SETUP_SCOPE = os.environ.get("PROSECUTOR_SETUP_SCOPE", "relevant").strip() or "relevant"
 
 
+def _trace_rows(st, setup, segs, t, run):
+    """The trace of test `t` (dump and re-run events alike): its record `run` (steps_node,
+    steps_frame, frames, branch, binds) behind the prefix of its setup segments `segs`, or of
+    the synthetic root alone when a unittest setUp / tearDown ran around it.  Returns (the
+    segments kept, the prefix's length (0: none), (steps_node, steps_frame, frames, branch,
+    binds, the prefix's heap rows))."""
+    steps_node, steps_frame, frames, branch, binds = run
+    if segs and 2 + sum(g.s1 - g.s0 for g in segs) + len(steps_node) > st.step_cap:
+        # the step cap bounds the whole trace, and the test's own steps come first: a
+        # trace the prefix would push past the cap (a test the tracer truncated) has none
+        segs = []
+    if not (segs or t.get("extra_roots")):
+        return segs, 0, (steps_node, steps_frame, frames, branch, binds, [])
+    # the trace begins with the setup segments: step 0 is the synthetic root's, the test
+    # function's frame is called from its second step (and so are the frames of a unittest
+    # setUp / tearDown, before and after it)
+    p_nodes, p_frames_of, p_frames, p_branch, p_binds, p_heap = (
+        setup.prefix(segs) if setup is not None else _bare_prefix())
+    off = len(p_nodes)
+    foff = len(p_frames)
+    tstep = off - 1
+    frames = p_frames + [(fid + foff, mid, tstep if cs is None else cs + off) for (fid, mid, cs) in frames]
+    steps_node = p_nodes + list(steps_node)
+    steps_frame = p_frames_of + [f + foff for f in steps_frame]
+    nb = dict(p_branch)
+    nb.update((i + off, b) for i, b in branch.items())
+    binds = p_binds + [(cs + off, fid + foff, formal, actual) for (cs, fid, formal, actual) in binds]
+    return segs, off, (steps_node, steps_frame, frames, nb, binds, p_heap)
+
+
+def _write_trace(w, trace_id, steps_node, steps_frame, frames, branch):
+    """The frame, step and branch rows of one trace (writers `w` by relation name)."""
+    for (fid, mid, cs) in frames:
+        w["frame"].row(trace_id, f"f{fid}", mid, "-" if cs is None else cs)
+    # ids are tab/newline-free by construction: write the big relations directly
+    fh = w["step"].fh
+    for lo in range(0, len(steps_node), 65536):
+        fh.write("".join([f"{trace_id}\t{i}\t{nid}\tf{fid}\n" for i, nid, fid in
+                          zip(range(lo, lo + 65536), steps_node[lo:lo + 65536], steps_frame[lo:lo + 65536])]))
+    n = len(steps_node)
+    at = sorted(i for i in branch if i < n)
+    for lo in range(0, len(at), 65536):
+        w["branch"].fh.write("".join([f"{trace_id}\t{i}\t{branch[i]}\n" for i in at[lo:lo + 65536]]))
+
+
 def write_dump(st):
     out = st.out
     plain_warnings = _compare_plain(st)
@@ -1948,29 +1993,10 @@ def write_dump(st):
                 w["edge_coverage"].row(t["id"], a, b)
         trace_id = None
         if id(t) in selected and t.get("rec"):
-            steps_node, steps_frame, frames, branch, binds = st.spill.get(t["rec"])
-            if segs and 2 + sum(g.s1 - g.s0 for g in segs) + len(steps_node) > st.step_cap:
-                # the step cap bounds the whole trace, and the test's own steps come first: a
-                # trace the prefix would push past the cap (a test the tracer truncated) has none
-                segs = []
+            segs, off, (steps_node, steps_frame, frames, branch, binds, p_heap) = _trace_rows(
+                st, setup, segs, t, st.spill.get(t["rec"]))
             t["setup_segments"] = [g.k for g in segs]
-            if segs or t.get("extra_roots"):
-                # the trace begins with the setup segments: step 0 is the synthetic root's,
-                # the test function's frame is called from its second step (and so are the
-                # frames of a unittest setUp / tearDown, before and after it)
-                p_nodes, p_frames_of, p_frames, p_branch, p_binds, p_heap = (
-                    setup.prefix(segs) if setup is not None else _bare_prefix())
-                off = len(p_nodes)
-                foff = len(p_frames)
-                tstep = off - 1
-                frames = p_frames + [(fid + foff, mid, tstep if cs is None else cs + off)
-                                     for (fid, mid, cs) in frames]
-                steps_node = p_nodes + list(steps_node)
-                steps_frame = p_frames_of + [f + foff for f in steps_frame]
-                nb = dict(p_branch)
-                nb.update((i + off, b) for i, b in branch.items())
-                branch = nb
-                binds = p_binds + [(cs + off, fid + foff, formal, actual) for (cs, fid, formal, actual) in binds]
+            if off:
                 if heap_on:
                     heap_rows = p_heap + [(i + off, v, o, m) for (i, v, o, m) in heap_rows]
                 if t.get("failure_step") is not None:
@@ -1980,15 +2006,8 @@ def write_dump(st):
                     prefixed.append(off)
             tcount += 1
             trace_id = f"t{tcount}"
-            for (fid, mid, cs) in frames:
-                w["frame"].row(trace_id, f"f{fid}", mid, "-" if cs is None else cs)
-            # ids are tab/newline-free by construction: write the big relations directly
-            fh = w["step"].fh
-            for lo in range(0, len(steps_node), 65536):
-                fh.write("".join([f"{trace_id}\t{i}\t{nid}\tf{fid}\n" for i, nid, fid in
-                                  zip(range(lo, lo + 65536), steps_node[lo:lo + 65536], steps_frame[lo:lo + 65536])]))
+            _write_trace(w, trace_id, steps_node, steps_frame, frames, branch)
             n = len(steps_node)
-            w["branch"].fh.write("".join([f"{trace_id}\t{i}\t{branch[i]}\n" for i in sorted(branch) if i < n]))
             for (cs, fid, formal, actual) in binds:
                 w["bind"].row(trace_id, cs, f"f{fid}", formal, actual)
             if heap_on:
