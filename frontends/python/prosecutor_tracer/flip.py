@@ -10,6 +10,11 @@ same trace (so that occurrences are numbered exactly as in the dump) and inverts
 evaluation of S.  The result is written to F as JSON:
 ``{"outcome": "pass"|"fail"|"crash", "flipped": bool, "detail": str}``.
 
+With ``--stmt '' --occurrence 0``, PROSECUTOR_FORCE (JSON ``[[stmt, occurrence, to], ...]``)
+forces a set of branch instances instead (the result gains ``"forced"``), and
+PROSECUTOR_EVENTS (a directory) makes the re-run write its trace there (the result gains
+``"truncated"``); docs/trace-format.md "Forcing a set of branch instances".
+
 ``--serve`` is the warm runner: the test command is started once (same cwd and environment,
 the plugin in serve mode), imports and collects once, and then answers requests read as JSON
 lines on stdin, one JSON line each on stdout, running each in a forked child (serve.py,
@@ -53,6 +58,38 @@ def load_config(path):
             return json.load(fh), None
     except (OSError, ValueError) as e:
         return None, f"rerun config error: cannot read {path}: {e}"
+
+
+def read_force(raw, stmt="", occurrence=0):
+    """(the forced set, None) from PROSECUTOR_FORCE's text `raw` (None when none is given), or
+    (None, why it is unusable) (see check_force)."""
+    if not raw:
+        return None, None
+    try:
+        force = json.loads(raw)
+    except ValueError as e:
+        return None, f"rerun config error: PROSECUTOR_FORCE is not JSON: {e}"
+    err = check_force(force, stmt, occurrence)
+    return (None, err) if err else (force, None)
+
+
+def check_force(force, stmt="", occurrence=0):
+    """Why `force` (parsed JSON) is no forced set `[[stmt, occurrence, to], ...]` that can go
+    with the single flip `stmt`/`occurrence` (none: "" and 0), or None."""
+    if stmt != "" or occurrence != 0:
+        return "rerun config error: a forced set goes with an empty stmt and occurrence 0 only"
+    if not isinstance(force, list):
+        return "rerun config error: the forced set must be a list [[stmt, occurrence, to], ...]"
+    seen = set()
+    for x in force:
+        if not (isinstance(x, list) and len(x) == 3 and isinstance(x[0], str) and x[0]
+                and type(x[1]) is int and x[1] >= 1 and type(x[2]) is int and x[2] in (0, 1)):
+            return (f"rerun config error: bad forced instance {json.dumps(x)} "
+                    f"(expected [stmt, occurrence >= 1, 0 or 1])")
+        if (x[0], x[1]) in seen:
+            return f"rerun config error: {x[0]}#{x[1]} is forced twice"
+        seen.add((x[0], x[1]))
+    return None
 
 
 def session_env(a, cfg, src):
@@ -105,6 +142,9 @@ def main(argv=None):
     if a.occurrence < 1 and not (a.stmt == "" and a.occurrence == 0):
         # (an empty --stmt with --occurrence 0 is a control run: the test re-run, nothing flipped)
         return _fail(a, "rerun config error: --occurrence must be >= 1")
+    _, err = read_force(os.environ.get("PROSECUTOR_FORCE"), a.stmt, a.occurrence)
+    if err is not None:
+        return _fail(a, err)
     return flip(a, cfg, src, cwd, command)
 
 
@@ -126,6 +166,8 @@ def flip(a, cfg, src, cwd, command):
     match = (cfg.get("tests") or {}).get(a.test)
     if match:
         env["PROSECUTOR_FLIP_MATCH"] = json.dumps(match)
+    if env.get("PROSECUTOR_EVENTS"):
+        env["PROSECUTOR_EVENTS"] = os.path.abspath(env["PROSECUTOR_EVENTS"])   # (the session's cwd is cfg's)
     try:
         os.remove(a.out)
     except OSError:

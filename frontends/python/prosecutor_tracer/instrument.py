@@ -6,7 +6,7 @@ operand but the last as a leaf of its own), every
 value-context short-circuit operand as ``__prosecutor_sc__("<node id>", <expr>)`` and every
 ``for`` iterable as ``__prosecutor_it__("<node id>", <expr>)``.  The wrappers live in
 ``builtins`` (dunder names are not mangled inside classes) and report the outcome of each
-evaluation to the active tracer, which may flip it (``prosecutor_tracer.flip``).  The new AST
+evaluation to the active tracer, which may force it (a re-run, ``prosecutor_tracer.flip``).  The new AST
 nodes carry the location of the wrapped expression, so line numbers, tracebacks and the
 position-to-statement mapping of the tracer are unchanged.  Nothing is written to disk
 (no ``__pycache__``).
@@ -51,8 +51,9 @@ def _it(nid, iterable):
 
 
 class _IterWrap:
-    """Iterator reporting one outcome per ``next``: 1 = an item, 0 = exhausted.  Flipping a 1
-    ends the loop early (as if exhausted); flipping a 0 cannot produce an item (void)."""
+    """Iterator reporting one outcome per ``next``: 1 = an item, 0 = exhausted.  Forcing a 1 to
+    0 ends the loop early (as if exhausted); forcing a 0 to 1 cannot produce an item (the
+    instance is not reached)."""
 
     __slots__ = ("nid", "it", "done")
 
@@ -73,10 +74,9 @@ class _IterWrap:
         except StopIteration:
             self.done = True
             if t is not None:
-                r = _report(self.nid, False, sys._getframe(1))
-                if r:
-                    t.flipped = False
-                    t.iter_exhausted_flip(self.nid)
+                f = sys._getframe(1)
+                if _report(self.nid, False, f):
+                    t.iter_exhausted_forced(self.nid, f)
             raise
         if t is not None and not _report(self.nid, True, sys._getframe(1)):
             self.done = True

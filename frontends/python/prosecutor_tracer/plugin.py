@@ -31,6 +31,7 @@ from . import VERSION
 from . import code_profile
 from . import instrument
 from . import static_facts as sf
+from .flip import read_force
 try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
@@ -92,13 +93,10 @@ class State:
             self.reg.test_globs = [str(g) for g in json.loads(os.environ.get("PROSECUTOR_TEST_GLOBS") or "[]")]
         except ValueError:
             self.reg.test_globs = []
-        flip = None
         if mode == "flip":
-            flip = (os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1))
             self.flip_test = os.environ.get("PROSECUTOR_FLIP_TEST", "")
             self.flip_out = os.environ.get("PROSECUTOR_FLIP_OUT")
         elif mode == "serve":
-            flip = ("", 0)   # as a control run until a child is told what to flip
             self.flip_test, self.flip_out = "", None
         # the plain pre-run (PROSECUTOR_PLAIN, trace mode): node id -> {"outcome", "duration_s"}
         # The plain run alongside this one (PROSECUTOR_PLAIN_DONE, set by the driver): its
@@ -144,7 +142,18 @@ class State:
         self.collect_errors = []
         self.internal_error = None   # pytest's INTERNALERROR in a flip run (the test's report lost)
         self.param_counts = {}       # function (node id without parameters) -> parametrizations
-        self.tracer = (_ServeTracer if mode == "serve" else Tracer)(self.reg, step_cap=self.step_cap, flip=flip)
+        # a re-run (flip and serve modes; serve as a control run until a child is told what to
+        # force): see _set_rerun
+        self.tracer = (_ServeTracer if mode == "serve" else Tracer)(
+            self.reg, step_cap=self.step_cap, force={} if mode in ("flip", "serve") else None)
+        self.instances = []          # a re-run's forced instances: (stmt, occurrence, outcome or None)
+        self.force_list = None       # its forced set as given (PROSECUTOR_FORCE), None: a flip
+        self.events = None           # where it writes its trace (PROSECUTOR_EVENTS), None: nowhere
+        self.rerun_error = None      # why PROSECUTOR_FORCE is unusable
+        if mode == "flip":
+            stmt, occ = os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1)
+            force, self.rerun_error = read_force(os.environ.get("PROSECUTOR_FORCE"), stmt, occ)
+            _set_rerun(self, stmt, occ, force, os.environ.get("PROSECUTOR_EVENTS"))
         self.tests = []           # dicts in run order
         self.by_id = {}
         self.running = None       # node id of the test whose call phase is running
@@ -551,7 +560,8 @@ def _start_setup(st):
     if st.mode in ("flip", "serve"):
         cap = 10 ** 12
     try:
-        st.tracer.start_setup(root_ok, cap, keep=keep, record_steps=(st.mode == "trace"))
+        # (a re-run records the steps of the segments its trace begins with only for its events)
+        st.tracer.start_setup(root_ok, cap, keep=keep, record_steps=(st.mode == "trace" or bool(st.events)))
     except Exception as e:   # never break the test run
         st.tracer.errors.append(f"setup recording: {type(e).__name__}: {e}")
 
@@ -988,7 +998,8 @@ def pytest_runtest_call(item):
     t0 = st.call_t0 = time.monotonic()
     try:
         with _running(st, item, st.cur_timeout, _alarm):
-            st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item), cover_only=cover_only)
+            st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item), cover_only=cover_only,
+                            record_steps=st.mode == "trace" or bool(st.events))
             yield
     finally:
         # after the alarm is disarmed: stopping the tracer of a long (timed-out) test can take
@@ -1109,7 +1120,7 @@ def pytest_runtest_makereport(item, call):
         t["untraced"] = True
     if rec is not None:
         if st.mode == "flip":
-            t["flip_evals"] = rec.occ.get(st.tracer.flip[0], 0)
+            t["evals"] = {nid: rec.occ.get(nid, 0) for (nid, _, _) in st.instances}
         st.tracer.infer_branches(rec, t.get("failure_step"))
         rec.origins = {}
         if rec.cover_only:
@@ -1122,6 +1133,8 @@ def pytest_runtest_makereport(item, call):
         t["methods"] = sorted(rec.methods)
         t["coverage"] = sorted(rec.coverage)
         t["edges"] = sorted(rec.edges)
+        if st.events and rec.record_steps:
+            t["run"] = (rec.steps_node, rec.steps_frame, rec.frames, rec.branch, rec.binds)
         if st.mode == "trace" and rec.nsteps:
             spill = st.spill
             if spill is None:
@@ -1341,11 +1354,15 @@ def _serve_child(st, session, req):
     _fresh_capture(session.config)
     test, stmt, occ = req["test"], req.get("stmt", ""), int(req.get("occurrence", 0))
     fp = st.serve_tests.get(test)
-    counted = _resume_setup(st, _setup_keep(fp))
-    if stmt and occ <= counted.get(stmt, 0):
+    keep = _setup_keep(fp)
+    counted = _resume_setup(st, keep)
+    _set_rerun(st, stmt, occ, req.get("force"), req.get("events"))
+    if any(n <= counted.get(nid, 0) for (nid, n, _) in st.instances) or (st.events and keep):
+        # an instance the session evaluated before the fork, or a trace that begins with setup
+        # segments (the session recorded no steps of them)
         sys.settrace(None)
-        return None, _cold_flip(test, stmt, occ)
-    st.mode, st.flip_test, st.tracer.flip = "flip", test, (stmt, occ)
+        return None, _cold_flip(test, req)
+    st.mode, st.flip_test = "flip", test
     if isinstance(fp, dict) and st.timeout > 0 and _number(fp.get("timeout")) > st.timeout:
         st.timeout = _number(fp["timeout"])
     st.flip_steps = int(_number(fp.get("steps"))) if isinstance(fp, dict) else 0
@@ -1380,15 +1397,35 @@ def _resume_setup(st, keep):
     return counted
 
 
-def _cold_flip(test, stmt, occ):
-    """A flip of an evaluation in import-time code the session already ran: only a new process
-    can flip it (flip.py, as the cold runner does), run from this child."""
+def _set_rerun(st, stmt, occ, force, events):
+    """What a re-run forces: the set `force` ([[stmt, occurrence, to], ...], checked), or else
+    the flip of evaluation `occ` of `stmt` (a set of one whose outcome is the opposite of the
+    natural one), or nothing (`stmt` empty); and where it writes its trace (`events`)."""
+    st.force_list = force
+    st.instances = ([tuple(x) for x in force] if force is not None
+                    else [(stmt, occ, None)] if stmt else [])
+    st.tracer.force = {}
+    for (nid, n, to) in st.instances:
+        st.tracer.force.setdefault(nid, {})[n] = to
+    st.events = events or None
+
+
+def _cold_flip(test, req):
+    """A re-run the child cannot make (an instance in import-time code the session already
+    ran, or the events of a trace that begins with setup segments): a new process makes it
+    (flip.py, as the cold runner does), run from this child."""
     import tempfile
     from . import flip
     fd, out = tempfile.mkstemp(prefix="prosecutor-flip-", suffix=".json")
     os.close(fd)
     args = json.loads(os.environ.get("PROSECUTOR_SERVE_ARGS") or "[]")
-    flip.main(["--test", test, "--stmt", stmt, "--occurrence", str(occ), "--out", out] + args)
+    for key, var in (("force", "PROSECUTOR_FORCE"), ("events", "PROSECUTOR_EVENTS")):
+        if key in req:
+            os.environ[var] = req[key] if key == "events" else json.dumps(req[key])
+        else:
+            os.environ.pop(var, None)
+    flip.main(["--test", test, "--stmt", req.get("stmt", ""), "--occurrence", str(req.get("occurrence", 0)),
+               "--out", out] + args)
     try:
         with open(out, encoding="utf-8") as fh:
             res = json.load(fh)
@@ -1417,6 +1454,8 @@ def _fresh_capture(config):
 # Reasons a flip re-run reports in `detail` (the text before the first ": "; the Rust side
 # counts void / crashed experiments by reason):
 #   "flipped: STMT#OCC to B"                 the instance was flipped (then "; " + the failure)
+#   "forced: STMT#OCC to B, ..."              every instance of a forced set was reached
+#   "control run: nothing flipped"            nothing to flip or force
 #   "test not collected: ID"                  no collected test has that id (nor its function)
 #   "pytest internal error: ID: ERROR (...)"  the test ran, pytest lost its report (INTERNALERROR)
 #   "test not matched: ID (WHY)"              its function is there but no parametrization matches
@@ -1424,6 +1463,8 @@ def _fresh_capture(config):
 #   "test skipped: ID"                        skipped or xfailed in the re-run
 #   "branch not reached: STMT#OCC (...)"      the test ran but evaluated STMT fewer than OCC times
 #   "branch not flippable: STMT#OCC: WHY"     reached, but that instance cannot be inverted
+#                                             (a forced set: the first such instance, then
+#                                             " (K of N forced instances reached)")
 #   "test command failed: ..."                (flip.py) the command wrote no result
 #   "rerun config error: ..."                 (flip.py) unusable rerun.json / arguments
 def _finish_flip(st):
@@ -1434,42 +1475,97 @@ def _finish_flip(st):
 
 
 def _flip_result(st):
+    """The re-run's result: outcome, flipped, detail; with a forced set "forced", with events
+    "truncated" (after writing them)."""
     t = st.by_id.get(st.flip_test)
-    stmt, occ = st.tracer.flip
-    inst = f"{stmt}#{occ}"
-    if st.flip_unmatched:
-        res = {"outcome": "crash", "flipped": False, "detail": st.flip_unmatched}
-    elif t is None and st.internal_error:
-        res = {"outcome": "crash", "flipped": False,
-               "detail": f"pytest internal error: {st.flip_test}: {st.internal_error} (the re-run's "
-                         f"report was lost)"}
-    elif t is None:
-        why = st.flip_test
-        if st.collect_errors:
-            why += " (collection errors: " + "; ".join(st.collect_errors[:3]) + ")"
-        res = {"outcome": "crash", "flipped": False, "detail": "test not collected: " + why}
-    elif t.get("setup_failed"):
-        res = {"outcome": "crash", "flipped": False,
-               "detail": f"test setup failed: {st.flip_test}: {t.get('failure', '')}"}
-    elif t.get("skipped"):
-        res = {"outcome": "crash", "flipped": False, "detail": f"test skipped: {st.flip_test}"}
+    why = _not_run(st, t)
+    if why is not None:
+        res = {"outcome": "crash", "flipped": False, "detail": why}
     else:
-        evals = t.get("flip_evals", 0)
-        if st.tracer.flipped:
-            detail = f"flipped: {inst} to {st.tracer.flip_to}"
-        elif st.tracer.flip_detail:
-            detail = f"branch not flippable: {inst}: {st.tracer.flip_detail}"
-        elif evals >= occ:
-            detail = (f"branch not flippable: {inst}: its outcome is not reported by the instrumentation "
-                      f"(test code, a case clause, or a module imported before the tracer)")
-        else:
-            detail = f"branch not reached: {inst} (evaluated {evals} time{'s' if evals != 1 else ''})"
+        flipped, detail = _forced_detail(st, t)
         if st.flip_matched:
             detail += "; " + st.flip_matched
         if t["outcome"] == "fail":
             detail += "; " + t.get("failure", "")
-        res = {"outcome": t["outcome"], "flipped": bool(st.tracer.flipped), "detail": detail}
+        res = {"outcome": t["outcome"], "flipped": flipped, "detail": detail}
+    if st.force_list is not None:
+        reached = st.tracer.reached
+        res["forced"] = [{"stmt": nid, "occurrence": n, "to": to, "reached": (nid, n) in reached,
+                          "was": reached.get((nid, n))} for (nid, n, to) in st.instances]
+    if st.events:
+        res["truncated"] = bool(why is None and _write_events(st, t))
     return res
+
+
+def _not_run(st, t):
+    """Why the re-run's test did not run (a crash), or None."""
+    if st.rerun_error:
+        return st.rerun_error
+    if st.flip_unmatched:
+        return st.flip_unmatched
+    if t is None and st.internal_error:
+        return (f"pytest internal error: {st.flip_test}: {st.internal_error} (the re-run's "
+                f"report was lost)")
+    if t is None:
+        why = st.flip_test
+        if st.collect_errors:
+            why += " (collection errors: " + "; ".join(st.collect_errors[:3]) + ")"
+        return "test not collected: " + why
+    if t.get("setup_failed"):
+        return f"test setup failed: {st.flip_test}: {t.get('failure', '')}"
+    if t.get("skipped"):
+        return f"test skipped: {st.flip_test}"
+    return None
+
+
+def _forced_detail(st, t):
+    """(flipped, detail) of a re-run whose test ran: whether every instance it forced was
+    reached, and what became of them (the first one not reached)."""
+    if not st.instances:
+        return False, "control run: nothing flipped"
+    reached = st.tracer.reached
+    done = [f"{nid}#{n} to {1 - reached[(nid, n)] if to is None else to}"
+            for (nid, n, to) in st.instances if (nid, n) in reached]
+    missed = [(nid, n) for (nid, n, _) in st.instances if (nid, n) not in reached]
+    if missed:
+        more = "" if st.force_list is None else f" ({len(done)} of {len(st.instances)} forced instances reached)"
+        return False, _unreached(st, t, *missed[0]) + more
+    return True, ("flipped: " if st.force_list is None else "forced: ") + ", ".join(done)
+
+
+def _unreached(st, t, nid, n):
+    """Why instance `n` of `nid` was not forced."""
+    inst = f"{nid}#{n}"
+    why = st.tracer.unforceable.get((nid, n))
+    if why:
+        return f"branch not flippable: {inst}: {why}"
+    evals = t.get("evals", {}).get(nid, 0)
+    if evals >= n:
+        return (f"branch not flippable: {inst}: its outcome is not reported by the instrumentation "
+                f"(test code, a case clause, or a module imported before the tracer)")
+    return f"branch not reached: {inst} (evaluated {evals} time{'s' if evals != 1 else ''})"
+
+
+RUN_TRACE = "r"      # the trace id of a re-run's events
+
+
+def _write_events(st, t):
+    """Writes the re-run's trace into st.events as the dump writes a test's trace (frame, step
+    and branch facts, trace id RUN_TRACE; each file complete or absent, step.facts last);
+    returns whether the trace hit the step cap."""
+    setup = None
+    if st.setup is not None and st.setup.record_steps and st.setup.steps_node:
+        setup = _Setup(st.setup, st.reg)     # (only the segments this test's trace holds ran counted)
+    segs = setup.segments if setup is not None else []
+    run = t.get("run") or ([], [], [], {}, [])
+    _, _, (nodes, frames_of, frames, branch, _, _) = _trace_rows(st, setup, segs, t, run)
+    os.makedirs(st.events, exist_ok=True)
+    w = {n: _Facts(st.events, f".{n}.facts.tmp") for n in ("frame", "branch", "step")}
+    _write_trace(w, RUN_TRACE, nodes, frames_of, frames, branch)
+    for n, f in w.items():
+        f.close()
+        os.replace(os.path.join(st.events, f".{n}.facts.tmp"), os.path.join(st.events, f"{n}.facts"))
+    return bool(t.get("truncated"))
 
 
 # ---------------------------------------------------------------- dump writer

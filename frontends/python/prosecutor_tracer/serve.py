@@ -2,7 +2,8 @@
 
 The test session (pytest with the plugin in serve mode) imports and collects once, then calls
 `serve`.  Requests come as JSON lines on `proto_in`,
-``{"id": .., "test": .., "stmt": .., "occurrence": .., "timeout_s": ..}``; each runs in a child
+``{"id": .., "test": .., "stmt": .., "occurrence": .., "timeout_s": ..}`` (optionally ``"force"``,
+a forced set, and ``"events"``, where to write the run's trace); each runs in a child
 forked from the session.  In the session `serve` returns None when the requests end; in a child
 it returns a `Task` (the request), so that the caller runs the request at its own stack depth
 (the test then has the recursion depth it has in a flip re-run, where pytest's runtestloop calls
@@ -101,6 +102,11 @@ def check_request(req):
         return "bad request: \"stmt\" must be a string and \"occurrence\" an integer"
     if occ < 1 and not (stmt == "" and occ == 0):
         return "rerun config error: --occurrence must be >= 1"
+    if "events" in req and not (isinstance(req["events"], str) and req["events"]):
+        return "bad request: \"events\" must be a directory path"
+    if "force" in req:
+        from .flip import check_force
+        return check_force(req["force"], stmt, occ)
     return None
 
 

@@ -369,13 +369,15 @@ class Registry:
 
 
 class Tracer:
-    def __init__(self, registry: Registry, step_cap=2_000_000, flip=None):
+    def __init__(self, registry: Registry, step_cap=2_000_000, force=None):
         self.reg = registry
         self.step_cap = step_cap
-        self.flip = flip              # (node id, occurrence) or None
-        self.flipped = False
-        self.flip_to = None
-        self.flip_detail = ""         # why the requested instance could not be flipped
+        # a re-run's forced branch instances, {node id: {occurrence: outcome}} (outcome 0 / 1,
+        # or None: the opposite of the natural one, a flip); {} a re-run forcing nothing (a
+        # control run); None: not a re-run (trace mode)
+        self.force = force
+        self.reached = {}             # (node id, occurrence) forced and reached -> natural outcome
+        self.unforceable = {}         # (node id, occurrence) reached but not forced -> why
         self.cur = None
         self.active = False
         self.root_code = None
@@ -476,13 +478,13 @@ class Tracer:
         if cover_only:
             self._full_cap = self.step_cap
             self.step_cap = 0
-        if self.setup_rec is not None and not self.setup_mode and self.flip is not None:
+        if self.setup_rec is not None and not self.setup_mode and self.force is not None:
             # a flip re-run numbers a branch's evaluations as the dump's trace does: the
             # setup segments the trace begins with, then the test
             self.cur.occ = dict(self.setup_rec.occ)
         self.heap = (_heap.HeapRecorder(self.setup_mutated)
                      if _heap is not None and _heap.ENABLED and record_steps
-                     and self.flip is None and not cover_only else None)
+                     and self.force is None and not cover_only else None)
         self.root_code = root_code
         # code objects that may still begin a root frame (each once): the test function, its
         # setUp and tearDown (None: any test-code frame, once)
@@ -697,7 +699,7 @@ class Tracer:
                 # (a lite frame's callee: its caller was checked when it began)
                 return self._untraced(frame)
             capped = cur.nsteps >= self.step_cap and not self.setup_mode
-            if capped and self.flip is None and cur.record_steps:
+            if capped and self.force is None and cur.record_steps:
                 # past the step cap only coverage, edge coverage, methods and exception
                 # origins are still recorded: an activation that can add no node and no edge
                 # to the test's (all its method's are covered) runs lite, without line events
@@ -823,7 +825,7 @@ class Tracer:
                                 # an operand of the statement whose step has just begun
                                 tracer._relabel(rec, nid)
                             elif cur is not None and st and st[-1] is rec and (
-                                    (record := rec.fid is not None and cur.nsteps < cap and cur.record_steps)
+                                    (record := rec.fid is not None and cur.nsteps < cap)
                                     or cur.nsteps >= tracer.step_cap):
                                 # what `step` does, without its call: a step, or past the step
                                 # cap only the coverage, edges and occurrences
@@ -844,8 +846,9 @@ class Tracer:
                                 if record:
                                     idx = cur.nsteps
                                     cur.nsteps = idx + 1
-                                    cur.steps_node.append(nid)
-                                    cur.steps_frame.append(rec.fid)
+                                    if cur.record_steps:   # (not in a re-run without events)
+                                        cur.steps_node.append(nid)
+                                        cur.steps_frame.append(rec.fid)
                                     rec.last_step = idx
                                     if tracer.heap is not None:
                                         try:
@@ -902,11 +905,10 @@ class Tracer:
             if rec is None:
                 return b
             if rec.node == nid and rec.pending and nid not in eager:
-                cur = tracer.cur
-                flip = tracer.flip
-                if flip is None or flip[0] != nid or flip[1] != cur.occ.get(nid, 0):
+                force = tracer.force
+                if force is None or nid not in force:
                     if rec.last_step is not None:
-                        cur.branch[rec.last_step] = 1 if b else 0
+                        tracer.cur.branch[rec.last_step] = 1 if b else 0
                     rec.pending = False
                     return b
             return slow(nid, b, frame)
@@ -919,11 +921,10 @@ class Tracer:
             if rec is None:
                 return b
             if rec.node == nid and rec.pending and nid not in eager:
-                cur = tracer.cur
-                flip = tracer.flip
-                if flip is None or flip[0] != nid or flip[1] != cur.occ.get(nid, 0):
+                force = tracer.force
+                if force is None or nid not in force:
                     if rec.last_step is not None:
-                        cur.branch[rec.last_step] = 1 if b else 0
+                        tracer.cur.branch[rec.last_step] = 1 if b else 0
                     rec.pending = False
                     return b
             return slow(nid, b, getframe(1))
@@ -933,7 +934,7 @@ class Tracer:
             if not tracer.active:
                 return value
             r = slow(nid, b, getframe(1))
-            # a flipped operand is replaced by a stand-in of the opposite truth value
+            # a forced operand is replaced by a stand-in of the forced truth value
             return value if r == b else r
 
         return br, sc, report
@@ -1043,7 +1044,7 @@ class Tracer:
     # ------------------------------------------------------------ wrappers
     def on_branch(self, nid, outcome, frame):
         """Called by the instrumentation when condition `nid` evaluated to `outcome` in
-        `frame`; returns the outcome to use (flipped for the requested instance)."""
+        `frame`; returns the outcome to use (the forced one for a forced instance)."""
         rec = self.byframe.get(frame)
         cur = self.cur
         if rec is None or cur is None or not self.active:
@@ -1055,11 +1056,8 @@ class Tracer:
                     self._relabel(rec, nid)
                 else:
                     self.step(rec, nid)
-            occurrence = cur.occ.get(nid, 0)
-            if self.flip is not None and self.flip[0] == nid and self.flip[1] == occurrence:
-                outcome = not outcome
-                self.flipped = True
-                self.flip_to = int(outcome)
+            if self.force:
+                outcome = self._forced(nid, cur.occ.get(nid, 0), outcome)
             if rec.last_step is not None and rec.node == nid:
                 cur.branch[rec.last_step] = 1 if outcome else 0
             rec.pending = False
@@ -1101,10 +1099,27 @@ class Tracer:
             except Exception:   # RecursionError at the limit
                 pass
 
-    def iter_exhausted_flip(self, nid):
-        """A requested flip of an exhausted `for` header cannot be honoured."""
-        if self.flip is not None and self.flip[0] == nid and self.cur is not None and self.flip[1] == self.cur.occ.get(nid, 0):
-            self.flip_detail = "a `for` header whose iterator is exhausted cannot yield an item"
+    def _forced(self, nid, occurrence, outcome):
+        """The outcome of evaluation `occurrence` of branch `nid` that evaluated to `outcome`:
+        the forced one when the instance is in the forced set (it is then reached)."""
+        want = self.force.get(nid)
+        if want is None or occurrence not in want:
+            return outcome
+        to = want[occurrence]
+        self.reached[(nid, occurrence)] = 1 if outcome else 0
+        return (not outcome) if to is None else bool(to)
+
+    def iter_exhausted_forced(self, nid, frame):
+        """An exhausted `for` header was forced to 1: no item can be made, the loop ends (the
+        instance is not reached, its step keeps outcome 0)."""
+        cur = self.cur
+        key = (nid, cur.occ.get(nid, 0)) if cur is not None else None
+        if self.reached.pop(key, None) is None:
+            return
+        self.unforceable[key] = "a `for` header whose iterator is exhausted cannot yield an item"
+        rec = self.byframe.get(frame)
+        if rec is not None and rec.node == nid and rec.last_step is not None:
+            cur.branch[rec.last_step] = 0
 
     # ------------------------------------------------------------ bindings
     def _binds(self, caller, frame, m):

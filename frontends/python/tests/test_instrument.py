@@ -77,6 +77,11 @@ def test_same_results_under_an_active_tracer(name, tmp_path):
     assert not tracer.errors
 
 
+def flip_of(nid, occ):
+    """The forced set of a flip: one instance, to the opposite of its natural outcome."""
+    return {nid: {occ: None}}
+
+
 def test_flip_inverts_exactly_one_instance():
     src = "def f(xs):\n    out = []\n    for x in xs:\n        if x > 1:\n            out.append(x)\n    return out\n"
     path = os.path.join(os.path.dirname(__file__), "_flip_probe.py")
@@ -86,7 +91,7 @@ def test_flip_inverts_exactly_one_instance():
     reg.test_files.add(os.path.realpath(__file__))
     results = []
     for occ in (1, 2, 3, 9):
-        tracer = Tracer(reg, flip=("_flip_probe.py:4:8", occ))
+        tracer = Tracer(reg, force=flip_of("_flip_probe.py:4:8", occ))
         instrument.set_tracer(tracer)
         ns = {}
         exec(code, ns)
@@ -96,7 +101,7 @@ def test_flip_inverts_exactly_one_instance():
         tracer.start("x", root.__code__)
         got = root()
         tracer.stop()
-        results.append((got, tracer.flipped))
+        results.append((got, bool(tracer.reached)))
     instrument.set_tracer(Tracer(Registry(os.getcwd(), os.getcwd())))
     assert results == [([0, 2, 3], True), ([3], True), ([2], True), ([2, 3], False)]
 
@@ -125,7 +130,7 @@ def _run_flipped(src, flip):
     reg = Registry(os.path.dirname(path), os.getcwd())
     reg.register(os.path.realpath(path), facts)
     reg.test_files.add(os.path.realpath(__file__))
-    tracer = Tracer(reg, flip=flip)
+    tracer = Tracer(reg, force=flip_of(*flip) if flip else None)
     instrument.set_tracer(tracer)
     ns = {}
     exec(code, ns)
@@ -138,7 +143,7 @@ def _run_flipped(src, flip):
         rec = tracer.stop()
     finally:
         instrument.set_tracer(Tracer(Registry(os.getcwd(), os.getcwd())))
-    return got, tracer.flipped, rec, facts
+    return got, bool(tracer.reached), rec, facts
 
 
 def test_flip_short_circuit_operand_and_ternary():
