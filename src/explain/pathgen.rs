@@ -60,8 +60,13 @@ impl PartialOrd for Distance {
 }
 
 /// Def. 3: the branch events of `f` whose aligned event in `other` has another outcome
-/// (`f_to_other` = [`align`] of `f` to `other`).
-pub fn dist(f: &Trace, other: &Trace, f_to_other: &[Option<u32>]) -> Distance {
+/// (`f_to_other` = [`align`] of `f` to `other`). Only the program's branches count: the test's
+/// own checks (an `assert` is a branch) differ between any failing and passing run.
+pub fn dist(dump: &Dump, f: &Trace, other: &Trace, f_to_other: &[Option<u32>]) -> Distance {
+    let app = |i: usize| {
+        let st = &dump.stmts[f.steps[i].stmt as usize];
+        dump.methods[st.method as usize].role == Role::App
+    };
     let positions = f
         .branch
         .iter()
@@ -69,7 +74,7 @@ pub fn dist(f: &Trace, other: &Trace, f_to_other: &[Option<u32>]) -> Distance {
         .filter_map(|(i, o)| {
             let o = (*o)?;
             let j = f_to_other[i]?;
-            (other.branch[j as usize] != Some(o)).then_some(i as u32)
+            (other.branch[j as usize] != Some(o) && app(i)).then_some(i as u32)
         })
         .collect();
     Distance(positions)
@@ -163,6 +168,7 @@ struct Realized {
 }
 
 struct Search<'a, E: Executor> {
+    dump: &'a Dump,
     cd: &'a ControlDeps,
     exec: &'a mut E,
     config: &'a Config,
@@ -187,6 +193,7 @@ pub fn search<E: Executor>(
     let fidx = indexer.index(cd, failing);
     let eligible = eligible_branches(dump, failing, config.loops);
     let mut s = Search {
+        dump,
         cd,
         exec,
         config,
@@ -254,7 +261,10 @@ impl<E: Executor> Search<'_, E> {
         }
         self.realize(cand)?;
         let r = &self.cache[cand];
-        let distance = r.run.as_ref().map(|(t, _, a)| dist(self.failing, t, a).0);
+        let distance = r
+            .run
+            .as_ref()
+            .map(|(t, _, a)| dist(self.dump, self.failing, t, a).0);
         self.out.candidates.push(Candidate {
             forced: cand.to_vec(),
             verdict: r.verdict,
@@ -264,7 +274,7 @@ impl<E: Executor> Search<'_, E> {
         if r.verdict == Verdict::Pass {
             if let Some((t, _, a)) = &r.run {
                 self.out.found = Some(self.out.candidates.len() - 1);
-                self.out.report = Some((dist(self.failing, t, a), t.clone()));
+                self.out.report = Some((dist(self.dump, self.failing, t, a), t.clone()));
                 return Ok(true);
             }
         }

@@ -78,6 +78,9 @@ pub struct PathGeneration {
     pub score: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bucket: Option<u32>,
+    /// `|PDG|`: the application statements the score is a share of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pdg_nodes: Option<usize>,
     pub candidates: Vec<CandidateRow>,
 }
 
@@ -165,6 +168,7 @@ impl Explanation {
             stopped: out.stopped.clone(),
             score: None,
             bucket: None,
+            pdg_nodes: None,
             candidates: out
                 .candidates
                 .iter()
@@ -206,7 +210,9 @@ impl Explanation {
             })
             .collect();
         let cd = crate::cdg::ControlDeps::compute(dump);
-        let score = super::score::Pdg::build(dump, &cd).score(&blamed, &defects);
+        let pdg = super::score::Pdg::build(dump, &cd);
+        let score = pdg.score(&blamed, &defects);
+        g.pdg_nodes = Some(pdg.nodes);
         g.score = Some(score);
         g.bucket = Some(super::score::bucket(score));
     }

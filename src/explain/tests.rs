@@ -368,7 +368,7 @@ fn def_3_and_def_4_on_fig_2() {
     let mut d = |abcd| {
         let t = trace(&dump, &fig2_run(abcd));
         let a = align(&fi, &ix.index(&cd, &t));
-        dist(pi, &t, &a)
+        dist(&dump, pi, &t, &a)
     };
     let (d1, d2, same) = (
         d([false, true, true, false]),

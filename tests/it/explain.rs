@@ -1,0 +1,256 @@
+//! `prosecutor explain` on real Python runs (fixtures/explain/apg): the specs' oracles where the
+//! runs are real executions, and the JSON output as a snapshot.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::common::{bin, copy_dir, root};
+use prosecutor::cdg::ControlDeps;
+use prosecutor::dump::Dump;
+use prosecutor::explain::index::Indexer;
+
+/// The fixture project, copied and traced once for all tests of this module.
+fn traced() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
+    static TRACED: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
+    TRACED.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("apg");
+        copy_dir(&root().join("fixtures/explain/apg"), &project);
+        let dump = tmp.path().join("dump");
+        let out = bin()
+            .current_dir(&project)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .args(["trace", "--src", "src", "--out"])
+            .arg(&dump)
+            .args([
+                "--",
+                "python3",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (tmp, project, dump)
+    })
+}
+
+/// `explain DUMP --no-cfx --format json --test tests/test_apg.py::TEST ARGS`.
+fn explain(test: &str, args: &[&str]) -> Value {
+    let (_, _, dump) = traced();
+    let out = bin()
+        .arg("explain")
+        .arg(dump)
+        .args(["--no-cfx", "--format", "json", "--test"])
+        .arg(format!("tests/test_apg.py::{test}"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The source lines of `apg.py` named by a candidate (`apg.py:LINE` each).
+fn lines(forced: &Value) -> Vec<u32> {
+    forced
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f.as_str()
+                .unwrap()
+                .rsplit_once(':')
+                .unwrap()
+                .1
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Fig. 2's branches in apg.py: `if a` (line 4), `if b` (6), `if c` (8), `if d` (9).
+fn fig2_line(paper: u32) -> u32 {
+    match paper {
+        1 => 4,
+        3 => 6,
+        5 => 8,
+        6 => 9,
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn table_2_on_real_runs_eleven_candidates_in_order() {
+    let v = explain("test_fig2_no_run_passes", &[]);
+    let g = &v["path_generation"];
+    assert_eq!(g["found"], false);
+    let got: Vec<Vec<u32>> = g["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| lines(&c["forced"]))
+        .collect();
+    let table_2: Vec<Vec<u32>> = [
+        &[6][..],
+        &[3, 6],
+        &[1, 3, 6],
+        &[1, 6],
+        &[5],
+        &[3, 5],
+        &[1, 3, 5],
+        &[1, 5],
+        &[3],
+        &[1, 3],
+        &[1],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|&l| fig2_line(l)).collect())
+    .collect();
+    assert_eq!(got, table_2);
+    for c in g["candidates"].as_array().unwrap() {
+        assert_eq!(c["verdict"], "fail", "{c}");
+        // each real run differs from the failing one at exactly the forced instances
+        assert_eq!(
+            c["distance"].as_u64().unwrap() as usize,
+            lines(&c["forced"]).len(),
+            "{c}"
+        );
+    }
+    assert_eq!(v["nearest_successful_run"], Value::Array(vec![]));
+}
+
+#[test]
+fn the_second_candidate_passes_and_is_the_report() {
+    let v = explain("test_fig2_passes_with_b_and_not_d", &[]);
+    let g = &v["path_generation"];
+    assert_eq!(g["found"], true);
+    assert_eq!(g["candidates"].as_array().unwrap().len(), 2);
+    let report = v["nearest_successful_run"].as_array().unwrap();
+    let at: Vec<(u64, bool, bool)> = report
+        .iter()
+        .map(|s| {
+            let b = |k: &str| s[k].as_bool().unwrap();
+            (s["line"].as_u64().unwrap(), b("failing_value"), b("value"))
+        })
+        .collect();
+    assert_eq!(at, [(6, false, true), (9, true, false)]);
+    assert_eq!(g["size"], 2);
+}
+
+#[test]
+fn fig_1_first_candidate_passes() {
+    let v = explain("test_fig1", &[]);
+    let report = v["nearest_successful_run"].as_array().unwrap();
+    assert_eq!(report.len(), 1);
+    assert_eq!(report[0]["code"], "if x > 0:");
+    assert_eq!(report[0]["value"], true);
+    assert_eq!(
+        v["path_generation"]["candidates"].as_array().unwrap().len(),
+        1
+    );
+}
+
+#[test]
+fn a_budget_of_one_run_stops_and_says_so() {
+    let v = explain("test_fig2_no_run_passes", &["--max-runs", "1"]);
+    let g = &v["path_generation"];
+    assert_eq!(g["candidates"].as_array().unwrap().len(), 1);
+    assert!(g["stopped"].as_str().unwrap().contains("budget"), "{g}");
+}
+
+#[test]
+fn loop_oracle_on_a_real_python_trace() {
+    let (_, _, dir) = traced();
+    let dump = Dump::load(dir).unwrap();
+    let tr = dump
+        .traces
+        .iter()
+        .find(|t| dump.manifest.tests[t.test].id.ends_with("::test_count_to"))
+        .unwrap();
+    let cd = ControlDeps::compute(&dump);
+    let mut ix = Indexer::new();
+    let idx = ix.index(&cd, tr);
+    let callee = dump.method_ids.get("apg.py::count_to").or_else(|| {
+        (0..dump.methods.len() as u32).find(|&m| dump.methods[m as usize].id.ends_with("count_to"))
+    });
+    let callee = callee.expect("count_to's method");
+    let line = |s: u32| dump.stmts[s as usize].line.to_string();
+    let shown: Vec<String> = tr
+        .steps
+        .iter()
+        .zip(&idx.leaf)
+        .filter(|(s, _)| tr.frames[s.frame as usize].method == callee)
+        .map(|(_, &l)| {
+            let full = ix.render(l, &line);
+            // drop the calling context: everything up to the call's annotated label
+            full.rsplit_once("C, ")
+                .map_or(full.clone(), |(_, r)| format!("[{r}"))
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "[28]",
+            "[29]",
+            "[29T, 30]",
+            "[29T, 29]",
+            "[29T, 29T, 30]",
+            "[29T, 29T, 29]",
+            "[31]"
+        ]
+    );
+}
+
+/// Rounds every float of a JSON value to 4 decimals (the snapshot shows values, not the last
+/// bits of a sum).
+fn rounded(v: &Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = (n.as_f64().unwrap() * 1e4).round() / 1e4;
+            serde_json::json!(x)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(rounded).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), rounded(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn explain_json_snapshot() {
+    let v = explain(
+        "test_fig1",
+        &["--line", "apg.py:19", "--faulty", "apg.py:19"],
+    );
+    // the path of the explained line ends in the failure of the test searched from
+    let last = v["propagation_path"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["code"], "assert fig1(0) == 5", "{last}");
+    // the report is the faulty statement itself: DS* = DS(0) = that one statement
+    let n = v["path_generation"]["pdg_nodes"].as_f64().unwrap();
+    assert_eq!(
+        v["path_generation"]["score"].as_f64().unwrap(),
+        1.0 - 1.0 / n
+    );
+    insta::assert_snapshot!(
+        "explain_fig1_json",
+        serde_json::to_string_pretty(&rounded(&v)).unwrap()
+    );
+}
