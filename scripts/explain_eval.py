@@ -42,7 +42,10 @@ def command(case, base, args):
     if "dump" in case:
         return cmd + [str((base / case["dump"]).resolve())], None
     cwd = (base / case["dir"]).resolve()
-    cmd += ["--src", case["src"], "--test-timeout", str(case.get("timeout", args.test_timeout))]
+    src = case["src"]
+    if (cwd / src).is_file():  # a file: its folder is the code under analysis, as in eval
+        src = str(Path(src).parent)
+    cmd += ["--src", src, "--test-timeout", str(case.get("timeout", args.test_timeout))]
     return cmd + ["--"] + list(case["test"]), cwd
 
 

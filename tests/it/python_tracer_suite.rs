@@ -39,6 +39,13 @@ fn defects4j_manifest_pytest_suite() {
     pytest_suite("scripts/test_defects4j_manifest.py");
 }
 
+/// `scripts/explain_eval.py` (`scripts/test_explain_eval.py`: the command per case and the
+/// summary, with a stand-in for the binary).
+#[test]
+fn explain_eval_pytest_suite() {
+    pytest_suite("scripts/test_explain_eval.py");
+}
+
 fn pytest_suite(path: &str) {
     require_pytest();
     let o = Command::new("python3")
