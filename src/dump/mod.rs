@@ -161,6 +161,20 @@ pub struct HeapAccess {
 }
 
 impl Trace {
+    /// A trace with no rows yet, of manifest test `test`.
+    pub fn empty(id: &str, test: usize) -> Trace {
+        Trace {
+            id: id.to_owned(),
+            test,
+            steps: Vec::new(),
+            frames: Vec::new(),
+            branch: Vec::new(),
+            binds: HashMap::new(),
+            heap: Vec::new(),
+            multi_open: Default::default(),
+        }
+    }
+
     /// Whether call step `step` opened several frames (an opaque call calling back into traced
     /// code more than once).
     pub fn opened_several_frames(&self, step: u32) -> bool {
@@ -476,16 +490,7 @@ impl Dump {
                     ));
                 }
                 trace_ids.intern(tr);
-                self.traces.push(Trace {
-                    id: tr.clone(),
-                    test: ti,
-                    steps: Vec::new(),
-                    frames: Vec::new(),
-                    branch: Vec::new(),
-                    binds: HashMap::new(),
-                    heap: Vec::new(),
-                    multi_open: Default::default(),
-                });
+                self.traces.push(Trace::empty(tr, ti));
             }
         }
         let frame_ids = read_control(
@@ -685,16 +690,7 @@ impl Dump {
     pub fn load_run(&self, dir: &Path, trace: &str, test: usize) -> Result<Trace, DumpError> {
         let mut ids = Interner::new();
         ids.intern(trace);
-        let mut traces = vec![Trace {
-            id: trace.to_owned(),
-            test,
-            steps: Vec::new(),
-            frames: Vec::new(),
-            branch: Vec::new(),
-            binds: HashMap::new(),
-            heap: Vec::new(),
-            multi_open: Default::default(),
-        }];
+        let mut traces = vec![Trace::empty(trace, test)];
         read_control(dir, &self.stmts, &self.method_ids, &ids, &mut traces)?;
         let tr = traces.pop().expect("one trace");
         self.check_control(dir, &tr)?;
