@@ -3,7 +3,7 @@
 successful run scored against the case's faulty lines (docs/explain.md, spec §4).
 
 usage: explain_eval.py MANIFEST --out DIR [--bin PROSECUTOR] [--cases A,B] [--max-runs N]
-                       [--test-timeout S]
+                       [--test-timeout S] [--explain-arg ARG ...]
 
 MANIFEST  an `eval` manifest (cases with `dir`, `src`, `test` and `faulty`, as
           scripts/quixbugs_manifest.py writes; a case with `dump` uses that dump instead).
@@ -15,6 +15,7 @@ DIR       gets one JSON per case (explain's output, or {"error": ...}), explain.
 
 Each case runs `explain --no-cfx --format json --faulty F...` (the ranking's experiments are
 not what is measured here), one case at a time; its re-runs use the warm runner.
+`--explain-arg` passes more arguments to explain (repeatable; e.g. `--explain-arg=--force-loops`).
 """
 import argparse
 import json
@@ -37,6 +38,7 @@ BUCKETS = [100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 0]
 def command(case, base, args):
     """The explain command line and its working directory for one case."""
     cmd = [args.bin, "explain", "--no-cfx", "--format", "json", "--max-runs", str(args.max_runs)]
+    cmd += args.explain_arg
     for f in case.get("faulty", []):
         cmd += ["--faulty", f]
     if "dump" in case:
@@ -116,6 +118,7 @@ def main(argv=None):
     ap.add_argument("--cases", help="comma-separated case names (default: all)")
     ap.add_argument("--max-runs", type=int, default=200)
     ap.add_argument("--test-timeout", type=float, default=10)
+    ap.add_argument("--explain-arg", action="append", default=[], help="more arguments for explain")
     args = ap.parse_args(argv)
     manifest = Path(args.manifest)
     cases = tomllib.loads(manifest.read_text())["case"]

@@ -71,7 +71,7 @@ faulty = ["a.py:1"]
 
 def test_commands_rows_and_summary(tmp_path):
     fake = write(tmp_path, CASES)
-    p = run(tmp_path, fake, "--max-runs", "7")
+    p = run(tmp_path, fake, "--max-runs", "7", "--explain-arg=--force-loops")
     assert p.returncode == 0, p.stderr
     calls = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     first = calls[0]["argv"]
@@ -79,6 +79,7 @@ def test_commands_rows_and_summary(tmp_path):
     assert first[first.index("--src") + 1] == "src"
     assert first[first.index("--") + 1:] == ["python3", "-m", "pytest", "-q"]
     assert first[first.index("--max-runs") + 1] == "7" and "--no-cfx" in first
+    assert first.index("--force-loops") < first.index("--")
     assert calls[0]["cwd"] == str((tmp_path / "proj").resolve())
     assert calls[1]["argv"][calls[1]["argv"].index("--test-timeout") + 1] == "2"
     rows = (tmp_path / "out" / "explain.tsv").read_text().splitlines()
