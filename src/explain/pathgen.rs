@@ -281,23 +281,25 @@ impl<E: Executor> Search<'_, E> {
         Ok(false)
     }
 
-    /// Runs the chain of prefixes of `cand` that is not cached yet.
+    /// Runs the chain of prefixes of `cand` that is not cached yet. A prefix whose run failed
+    /// to force its instances (or wrote no trace) leaves nothing to locate the next instance
+    /// in: every longer prefix gets its verdict, unreached.
     fn realize(&mut self, cand: &[u32]) -> Result<(), String> {
         for k in 1..=cand.len() {
-            if self.cache.contains_key(&cand[..k]) {
-                continue;
+            if !self.cache.contains_key(&cand[..k]) {
+                let r = self.extend(&cand[..k])?;
+                self.cache.insert(cand[..k].to_vec(), r);
             }
-            let r = self.extend(&cand[..k])?;
-            let failed = r.run.is_none() || r.verdict == Verdict::Unreached;
-            self.cache.insert(cand[..k].to_vec(), r);
-            if failed {
-                // a later prefix cannot be located: the same verdict for the longer ones
+            let r = &self.cache[&cand[..k]];
+            if r.run.is_none() || r.verdict == Verdict::Unreached {
                 for j in k + 1..=cand.len() {
                     let why = format!(
                         "forcing the instances before step {} gave no run to locate it in",
                         cand[j - 1]
                     );
-                    self.cache.insert(cand[..j].to_vec(), unreached(why));
+                    self.cache
+                        .entry(cand[..j].to_vec())
+                        .or_insert_with(|| unreached(why));
                 }
                 return Ok(());
             }
@@ -308,21 +310,24 @@ impl<E: Executor> Search<'_, E> {
     /// Runs `prefix`, whose prefix without its last element is cached with a run.
     fn extend(&mut self, prefix: &[u32]) -> Result<Realized, String> {
         let (last, before) = prefix.split_last().expect("non-empty");
-        let (mut forced, at) = match self.cache.get(before) {
-            None => (Vec::new(), Some(*last)),
-            Some(r) => {
-                let (_, _, a) = r.run.as_ref().expect("a located prefix has a run");
-                (r.forced.clone(), a[*last as usize])
+        // `realize` extends only prefixes whose run forced every instance and has a trace
+        let prior = self
+            .cache
+            .get(before)
+            .and_then(|r| Some((r, r.run.as_ref()?)));
+        let (mut forced, at, base) = match prior {
+            None if !before.is_empty() => {
+                return Ok(unreached(format!(
+                    "no run of the instances before step {last}"
+                )))
             }
+            None => (Vec::new(), Some(*last), self.failing),
+            Some((r, (t, _, a))) => (r.forced.clone(), a[*last as usize], t),
         };
         let Some(at) = at else {
             return Ok(unreached(format!(
                 "step {last} of the failing run has no aligned event once the earlier instances are forced"
             )));
-        };
-        let base = match self.cache.get(before) {
-            None => self.failing,
-            Some(r) => &r.run.as_ref().expect("located").0,
         };
         let stmt = base.steps[at as usize].stmt;
         let occurrence = base.steps[..=at as usize]

@@ -492,3 +492,44 @@ fn report_score_counts_the_statements_searched_before_the_fault() {
         (100, 90, 90, 0)
     );
 }
+
+/// A run that crashes without a trace leaves nothing to locate later instances in: every
+/// candidate extending it is infeasible, whichever candidate ran it first.
+#[test]
+fn a_crashed_prefix_makes_its_extensions_unreached() {
+    struct CrashOnB3<'a>(Fig2<'a>);
+    impl Executor for CrashOnB3<'_> {
+        fn run(&mut self, forced: &[Forced]) -> Result<Run, String> {
+            if forced.len() == 1 && forced[0].stmt == self.0.dump.stmt("b3").unwrap() {
+                return Ok(Run {
+                    verdict: Verdict::Crash,
+                    trace: None,
+                    detail: "boom".into(),
+                });
+            }
+            self.0.run(forced)
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dump = fig2_program().write(dir.path(), &fig2_run([false, false, true, true]));
+    let cd = ControlDeps::compute(&dump);
+    let pi = &dump.traces[0];
+    let mut exec = CrashOnB3(Fig2 {
+        dump: &dump,
+        passes: |_| false,
+        runs: Vec::new(),
+    });
+    let out = search(&dump, &cd, pi, &mut exec, &Config::default()).unwrap();
+    let verdict = |ls: &[u32]| {
+        out.candidates
+            .iter()
+            .find(|c| lines(&dump, pi, &c.forced) == ls)
+            .unwrap()
+            .verdict
+    };
+    assert_eq!(out.candidates.len(), 11);
+    assert_eq!(verdict(&[3, 6]), Verdict::Unreached);
+    assert_eq!(verdict(&[3, 5]), Verdict::Unreached);
+    assert_eq!(verdict(&[3]), Verdict::Crash);
+    assert_eq!(verdict(&[1, 3, 6]), Verdict::Fail);
+}
