@@ -210,7 +210,7 @@ impl Explanation {
             })
             .collect();
         let cd = crate::cdg::ControlDeps::compute(dump);
-        let pdg = super::score::Pdg::build(dump, &cd);
+        let pdg = super::score::Pdg::build(dump, &cd, failing);
         let score = pdg.score(&blamed, &defects);
         g.pdg_nodes = Some(pdg.nodes);
         g.score = Some(score);

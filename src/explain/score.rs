@@ -2,7 +2,9 @@
 //! program a programmer who searches breadth-first from the report's statements through the
 //! program dependence graph can skip before meeting a faulty statement.
 //!
-//! * **PDG**: the application statements of the dump; edges `c → s` for static control
+//! * **PDG**: the application statements of the program's files — those the failing run
+//!   executed a statement of (a dump's `--src` may hold many programs: QuixBugs' folder holds
+//!   40); edges `c → s` for static control
 //!   dependence (`src/cdg.rs`), `d → u` for intra-procedural data dependence (a definition of
 //!   `v` that reaches a use of `v` along the CFG without another definition of `v` between), and
 //!   call edges seen in the traces (the call statement → the callee's entry, each `return` of
@@ -27,12 +29,20 @@ pub struct Pdg {
 }
 
 impl Pdg {
-    pub fn build(dump: &Dump, cd: &ControlDeps) -> Pdg {
+    /// The PDG of the application code in the files `run` executed.
+    pub fn build(dump: &Dump, cd: &ControlDeps, run: &crate::dump::Trace) -> Pdg {
         let n = dump.stmts.len();
+        let files: HashSet<&str> = run
+            .steps
+            .iter()
+            .map(|s| dump.stmts[s.stmt as usize].file.as_str())
+            .collect();
         let app: Vec<bool> = dump
             .stmts
             .iter()
-            .map(|s| dump.methods[s.method as usize].role == Role::App)
+            .map(|s| {
+                dump.methods[s.method as usize].role == Role::App && files.contains(s.file.as_str())
+            })
             .collect();
         let mut edges: HashSet<(StmtId, StmtId)> = HashSet::new();
         for (s, ps) in cd.parents.iter().enumerate() {

@@ -473,7 +473,7 @@ fn report_score_counts_the_statements_searched_before_the_fault() {
     let dir = tempfile::tempdir().unwrap();
     let dump = fig2_program().write(dir.path(), &fig2_run([false, false, true, true]));
     let cd = ControlDeps::compute(&dump);
-    let pdg = Pdg::build(&dump, &cd);
+    let pdg = Pdg::build(&dump, &cd, &dump.traces[0]);
     let s = |id: &str| dump.stmt(id).unwrap();
     assert_eq!(
         pdg.nodes, 9,
