@@ -64,11 +64,12 @@ pub fn explain(
         .clone()
         .or_else(|| from_path.map(|v| v.test.clone()));
     let trace = failing_trace(dump, test.as_deref())?;
-    match nearest_successful_run(dump, trace, config, run) {
+    let cd = ControlDeps::compute(dump);
+    match nearest_successful_run(dump, &cd, trace, config, run) {
         Ok((control, out)) => {
             ex.with_path_generation(dump, &control, &out);
             if !req.faulty.is_empty() {
-                ex.score_report(dump, &control, &out, &req.faulty);
+                ex.score_report(dump, &cd, &control, &out, &req.faulty);
             }
         }
         Err(why) => ex
@@ -82,13 +83,13 @@ pub fn explain(
 /// search's outcome.
 fn nearest_successful_run(
     dump: &Dump,
+    cd: &ControlDeps,
     trace: &crate::dump::Trace,
     config: &pathgen::Config,
     run: &RunOptions,
 ) -> Result<(crate::dump::Trace, pathgen::Outcome), String> {
     let (mut exec, control) = rerun::DumpExecutor::start(dump, trace, run)?;
-    let cd = ControlDeps::compute(dump);
-    let out = pathgen::search(dump, &cd, &control, &mut exec, config)?;
+    let out = pathgen::search(dump, cd, &control, &mut exec, config)?;
     if run.progress {
         eprintln!("path generation: {} re-runs; {}", out.runs, exec.summary());
     }

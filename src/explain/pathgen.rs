@@ -151,8 +151,8 @@ pub struct Outcome {
     pub candidates: Vec<Candidate>,
     /// Index into `candidates` of the successful run, if one was found.
     pub found: Option<usize>,
-    /// The report, dist(π_f, π_s), and the successful run's trace.
-    pub report: Option<(Distance, Trace)>,
+    /// The report: dist(π_f, π_s) of the successful run.
+    pub report: Option<Distance>,
     /// Re-runs made (a candidate's chain may need several; cached runs are not counted twice).
     pub runs: usize,
     /// Why the search stopped before it was exhausted (budget), if it did.
@@ -264,19 +264,17 @@ impl<E: Executor> Search<'_, E> {
         let distance = r
             .run
             .as_ref()
-            .map(|(t, _, a)| dist(self.dump, self.failing, t, a).0);
+            .map(|(t, _, a)| dist(self.dump, self.failing, t, a));
         self.out.candidates.push(Candidate {
             forced: cand.to_vec(),
             verdict: r.verdict,
-            distance,
+            distance: distance.as_ref().map(|d| d.0.clone()),
             detail: r.detail.clone(),
         });
-        if r.verdict == Verdict::Pass {
-            if let Some((t, _, a)) = &r.run {
-                self.out.found = Some(self.out.candidates.len() - 1);
-                self.out.report = Some((dist(self.dump, self.failing, t, a), t.clone()));
-                return Ok(true);
-            }
+        if r.verdict == Verdict::Pass && distance.is_some() {
+            self.out.found = Some(self.out.candidates.len() - 1);
+            self.out.report = distance;
+            return Ok(true);
         }
         Ok(false)
     }

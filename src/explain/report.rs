@@ -61,6 +61,9 @@ pub struct CandidateRow {
     /// Number of branch instances of the failing run its run evaluated differently.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distance: Option<usize>,
+    /// What the re-run reported (why it crashed, which instance was not reached, ...).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
 }
 
 /// Seed 003's search: how it went.
@@ -133,7 +136,7 @@ impl Explanation {
     /// Adds seed 003's result: `failing` is the run the search aligned with.
     pub fn with_path_generation(&mut self, dump: &Dump, failing: &Trace, out: &Outcome) {
         let stmt_at = |p: u32| &dump.stmts[failing.steps[p as usize].stmt as usize];
-        if let Some((report, _)) = &out.report {
+        if let Some(report) = &out.report {
             self.nearest_successful_run = report
                 .0
                 .iter()
@@ -180,6 +183,7 @@ impl Explanation {
                         .collect(),
                     verdict: c.verdict,
                     distance: c.distance.as_ref().map(Vec::len),
+                    detail: c.detail.clone(),
                 })
                 .collect(),
         });
@@ -189,6 +193,7 @@ impl Explanation {
     pub fn score_report(
         &mut self,
         dump: &Dump,
+        cd: &crate::cdg::ControlDeps,
         failing: &Trace,
         out: &Outcome,
         faulty: &[FaultyLines],
@@ -196,7 +201,7 @@ impl Explanation {
         let Some(g) = &mut self.path_generation else {
             return;
         };
-        let blamed: Vec<_> = out.report.as_ref().map_or_else(Vec::new, |(d, _)| {
+        let blamed: Vec<_> = out.report.as_ref().map_or_else(Vec::new, |d| {
             d.0.iter()
                 .map(|&p| failing.steps[p as usize].stmt)
                 .collect()
@@ -209,8 +214,7 @@ impl Explanation {
                     .any(|f| f.lines.contains(&st.line) && f.file_matches(&st.file))
             })
             .collect();
-        let cd = crate::cdg::ControlDeps::compute(dump);
-        let pdg = super::score::Pdg::build(dump, &cd, failing);
+        let pdg = super::score::Pdg::build(dump, cd, failing);
         let score = pdg.score(&blamed, &defects);
         g.pdg_nodes = Some(pdg.nodes);
         g.score = Some(score);

@@ -449,7 +449,7 @@ fn the_first_successful_candidate_ends_the_search() {
     let out = search(&dump, &cd, pi, &mut exec, &Config::default()).unwrap();
     assert_eq!(out.candidates.len(), 2);
     assert_eq!(out.found, Some(1));
-    let (report, _) = out.report.unwrap();
+    let report = out.report.unwrap();
     assert_eq!(lines(&dump, pi, &report.0), [3, 6]);
     // a budget of one run stops after the first candidate, and says so
     let mut exec = Fig2 {

@@ -80,6 +80,28 @@ pub fn localize_python(project: &Path, dump: &Path, options: &[&str]) -> Command
     localize_python_in(project, "src", "tests", dump, options)
 }
 
+/// `prosecutor trace --src src --out DUMP -- python3 -m pytest -q -p no:cacheprovider tests`,
+/// run in `project` as [`localize_python`] runs it.
+#[allow(dead_code)] // for the modules that only trace
+pub fn trace_python(project: &Path, dump: &Path) -> Command {
+    let mut c = bin();
+    c.current_dir(project)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["trace", "--src", "src", "--out"])
+        .arg(dump)
+        .args([
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests",
+        ]);
+    c
+}
+
 /// [`localize_python`] with another code directory (`--src SRC`) and test directory.
 pub fn localize_python_in(
     project: &Path,

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{bin, copy_dir, root};
+use crate::common::{bin, copy_dir, root, trace_python};
 use prosecutor::cdg::ControlDeps;
 use prosecutor::dump::Dump;
 use prosecutor::explain::index::Indexer;
@@ -19,23 +19,7 @@ fn traced() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
         let project = tmp.path().join("apg");
         copy_dir(&root().join("fixtures/explain/apg"), &project);
         let dump = tmp.path().join("dump");
-        let out = bin()
-            .current_dir(&project)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .args(["trace", "--src", "src", "--out"])
-            .arg(&dump)
-            .args([
-                "--",
-                "python3",
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "tests",
-            ])
-            .output()
-            .unwrap();
+        let out = trace_python(&project, &dump).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
