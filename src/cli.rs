@@ -498,9 +498,16 @@ pub struct ExplainArgs {
     /// Also force loop branches (loop heads); seed 003's prototype never does.
     #[arg(long, help_heading = "Explain")]
     pub force_loops: bool,
-    /// Do not search for the nearest successful run.
+    /// Do not search for the nearest successful run (nor, then, compute the causal path).
     #[arg(long, help_heading = "Explain")]
     pub no_search: bool,
+    /// Patched re-runs seed 004's causal path may make (its Induction tests); 0: no causal path.
+    #[arg(long, default_value_t = 200, help_heading = "Explain")]
+    pub causal_runs: usize,
+    /// Causal path: Single-Step (a patched re-run) at every aligned entry, without the
+    /// Def-Free and Definition fast passes.
+    #[arg(long, help_heading = "Explain")]
+    pub no_fast_passes: bool,
     /// The faulty lines, when known (repeatable; FILE:LINE[,LINE...]): the nearest successful
     /// run's report is then scored as seed 003 scores it (1 − |DS*| / |PDG|).
     #[arg(long, value_name = "FILE:LINE", help_heading = "Explain")]
@@ -736,6 +743,10 @@ pub fn try_main() -> Result<i32, Error> {
                 line: a.line.clone(),
                 test: a.test.clone(),
                 search: (!a.no_search).then(|| (config, a.input.run_options())),
+                causal: (a.causal_runs > 0).then(|| crate::explain::causal::Config {
+                    max_runs: a.causal_runs,
+                    fast: !a.no_fast_passes,
+                }),
                 faulty: a
                     .faulty
                     .iter()

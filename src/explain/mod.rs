@@ -4,15 +4,23 @@
 //!   003 Def. 2);
 //! * [`pathgen`]: seed 003's nearest successful run (Def. 3–4, Fig. 3), each candidate a real
 //!   re-run with a set of branch instances forced;
-//! * [`rerun`]: the [`pathgen::Executor`] of a dump, through its `[rerun]` commands;
-//! * [`report`]: the command's output (table, JSON, DOT).
+//! * [`causal`]: seed 004's causal path, comparing the failing run with the nearest successful
+//!   run at aligned points ([`values`]: the stores the runs recorded);
+//! * [`rerun`]: the [`pathgen::Executor`] and [`causal::Replayer`] of a dump, through its
+//!   `[rerun]` commands;
+//! * [`report`], [`causal_report`]: the command's output (table, JSON, DOT).
 
+pub mod causal;
+pub mod causal_report;
 pub mod index;
 pub mod pathgen;
 pub mod report;
 pub mod rerun;
 pub mod score;
+pub mod values;
 
+#[cfg(test)]
+mod causal_tests;
 #[cfg(test)]
 mod tests;
 
@@ -33,6 +41,8 @@ pub struct Request {
     pub test: Option<String>,
     /// Seed 003's search: `None` = not searched.
     pub search: Option<(pathgen::Config, RunOptions)>,
+    /// Seed 004's causal path against the nearest successful run: `None` = not computed.
+    pub causal: Option<causal::Config>,
     /// The faulty lines, when known: the report is then scored (spec §4).
     pub faulty: Vec<crate::eval::score::FaultyLines>,
 }
@@ -65,35 +75,99 @@ pub fn explain(
         .or_else(|| from_path.map(|v| v.test.clone()));
     let trace = failing_trace(dump, test.as_deref())?;
     let cd = ControlDeps::compute(dump);
-    match nearest_successful_run(dump, &cd, trace, config, run) {
-        Ok((control, out)) => {
-            ex.with_path_generation(dump, &control, &out);
-            if !req.faulty.is_empty() {
-                ex.score_report(dump, &cd, &control, &out, &req.faulty);
-            }
+    let (mut exec, control) = match rerun::DumpExecutor::start(dump, trace, run) {
+        Ok(x) => x,
+        Err(why) => {
+            ex.warnings
+                .push(format!("nearest successful run not searched: {why}"));
+            return Ok(ex);
         }
-        Err(why) => ex
-            .warnings
-            .push(format!("nearest successful run not searched: {why}")),
+    };
+    let out = match pathgen::search(dump, &cd, &control, &mut exec, config) {
+        Ok(out) => out,
+        Err(why) => {
+            ex.warnings
+                .push(format!("nearest successful run not searched: {why}"));
+            return Ok(ex);
+        }
+    };
+    if run.progress {
+        eprintln!("path generation: {} re-runs; {}", out.runs, exec.summary());
+    }
+    ex.with_path_generation(dump, &control, &out);
+    if !req.faulty.is_empty() {
+        ex.score_report(dump, &cd, &control, &out, &req.faulty);
+    }
+    if let Some(cc) = &req.causal {
+        if let Err(why) = causal_path(dump, &cd, &control, &out, &mut exec, cc, &mut ex) {
+            ex.warnings.push(format!("causal path not computed: {why}"));
+        } else if !req.faulty.is_empty() {
+            ex.score_causal_path(&req.faulty);
+        }
+        if run.progress {
+            eprintln!(
+                "causal path: {} re-runs in all; {}",
+                exec.runs(),
+                exec.summary()
+            );
+        }
     }
     Ok(ex)
 }
 
-/// Seed 003 from `trace`'s test: the control run (the failing run searched from) and the
-/// search's outcome.
-fn nearest_successful_run(
+/// Seed 004 in patch mode: the failing run against the nearest successful run, both re-run
+/// recording values.
+fn causal_path(
     dump: &Dump,
     cd: &ControlDeps,
-    trace: &crate::dump::Trace,
-    config: &pathgen::Config,
-    run: &RunOptions,
-) -> Result<(crate::dump::Trace, pathgen::Outcome), String> {
-    let (mut exec, control) = rerun::DumpExecutor::start(dump, trace, run)?;
-    let out = pathgen::search(dump, cd, &control, &mut exec, config)?;
-    if run.progress {
-        eprintln!("path generation: {} re-runs; {}", out.runs, exec.summary());
+    control: &crate::dump::Trace,
+    out: &pathgen::Outcome,
+    exec: &mut rerun::DumpExecutor,
+    config: &causal::Config,
+    ex: &mut Explanation,
+) -> Result<(), String> {
+    let Some(found) = out.found else {
+        return Err("no successful run to compare with (seed 003 found none)".to_owned());
+    };
+    let mut names = values::interner();
+    let record = serde_json::json!({ "record": true });
+    let f = exec
+        .valued_run(&[], record.clone(), &mut names)?
+        .0
+        .filter(|f| f.failed)
+        .ok_or("the failing test, re-run recording values, did not fail")?;
+    if f.trace.steps.len() != control.steps.len() {
+        return Err(format!(
+            "the failing test is not deterministic: re-run recording values it took {} steps, \
+             before {}",
+            f.trace.steps.len(),
+            control.steps.len()
+        ));
     }
-    Ok((control, out))
+    let p = exec
+        .valued_run(&out.found_forced, record, &mut names)?
+        .0
+        .filter(|p| !p.failed)
+        .ok_or("the nearest successful run, re-run recording values, did not pass")?;
+    let switched = out.candidates[found].forced.clone();
+    let mut rep = rerun::DumpReplayer::new(exec, out.found_forced.clone());
+    let walk = causal::causal_path(dump, cd, &f, &p, &switched, &mut rep, &mut names, config)?;
+    if rep.unpatched > 0 {
+        ex.warnings.push(format!(
+            "causal path: {} patched re-runs could not carry a value over or did not reach the \
+             patched step (counted as not inducing)",
+            rep.unpatched
+        ));
+    }
+    let reference = switched
+        .iter()
+        .map(|&k| {
+            let st = &dump.stmts[control.steps[k as usize].stmt as usize];
+            format!("{}:{}", st.file, st.line)
+        })
+        .collect();
+    ex.with_causal_path(dump, &f, &walk, reference, &names);
+    Ok(())
 }
 
 /// The ranked entry `line` (`FILE:LINE`, the file as ranked or a path ending in it), or the top.

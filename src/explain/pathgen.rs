@@ -153,6 +153,8 @@ pub struct Outcome {
     pub found: Option<usize>,
     /// The report: dist(π_f, π_s) of the successful run.
     pub report: Option<Distance>,
+    /// The forced set that gave the successful run (empty when none was found).
+    pub found_forced: Vec<Forced>,
     /// Re-runs made (a candidate's chain may need several; cached runs are not counted twice).
     pub runs: usize,
     /// Why the search stopped before it was exhausted (budget), if it did.
@@ -206,6 +208,7 @@ pub fn search<E: Executor>(
             candidates: Vec::new(),
             found: None,
             report: None,
+            found_forced: Vec::new(),
             runs: 0,
             stopped: None,
         },
@@ -274,6 +277,7 @@ impl<E: Executor> Search<'_, E> {
         if r.verdict == Verdict::Pass && distance.is_some() {
             self.out.found = Some(self.out.candidates.len() - 1);
             self.out.report = distance;
+            self.out.found_forced = r.forced.clone();
             return Ok(true);
         }
         Ok(false)

@@ -1,6 +1,7 @@
 //! What `prosecutor explain` prints: for one ranked line, its propagation path through the EPG
-//! (with each vertex's posterior) and the nearest successful run of seed 003 (the branch
-//! instances that had to evaluate differently for the test to pass), as a table, JSON or DOT.
+//! (with each vertex's posterior), the nearest successful run of seed 003 (the branch
+//! instances that had to evaluate differently for the test to pass) and seed 004's causal path
+//! ([`super::causal_report`]), as a table, JSON or DOT.
 
 use std::io::Write;
 
@@ -38,9 +39,13 @@ pub struct Step {
     /// Nearest successful run: its outcome in the failing run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failing_value: Option<bool>,
-    /// Nearest successful run: the step of the failing run (its trace's numbering).
+    /// Nearest successful run and causal path: the step of the failing run (its trace's
+    /// numbering).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
+    /// Causal path: the relevant variables the step gives, with their values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub given: Vec<super::causal_report::Given>,
 }
 
 /// The explained line.
@@ -97,6 +102,10 @@ pub struct Explanation {
     pub propagation_path: Vec<Step>,
     pub nearest_successful_run: Vec<Step>,
     pub path_generation: Option<PathGeneration>,
+    /// Seed 004: the defining points that carried the failure, in the order given (`what` says
+    /// "At LINE, VAR is given VALUE").
+    pub causal_path: Vec<Step>,
+    pub causal: Option<super::causal_report::CausalPath>,
     pub warnings: Vec<String>,
 }
 
@@ -114,6 +123,7 @@ impl Explanation {
                     value: None,
                     failing_value: None,
                     step: None,
+                    given: Vec::new(),
                 })
                 .collect()
         });
@@ -129,6 +139,8 @@ impl Explanation {
             propagation_path,
             nearest_successful_run: Vec::new(),
             path_generation: None,
+            causal_path: Vec::new(),
+            causal: None,
             warnings: Vec::new(),
         }
     }
@@ -152,6 +164,7 @@ impl Explanation {
                         value: was.map(|b| !b),
                         failing_value: was,
                         step: Some(p),
+                        given: Vec::new(),
                     }
                 })
                 .collect();
@@ -264,6 +277,15 @@ impl Explanation {
             }
         }
         writeln!(w)?;
+        self.write_nearest_table(w)?;
+        if self.causal.is_some() || self.path_generation.is_some() {
+            writeln!(w)?;
+            self.write_causal_table(w)?;
+        }
+        Ok(())
+    }
+
+    fn write_nearest_table(&self, w: &mut dyn Write) -> std::io::Result<()> {
         let Some(g) = &self.path_generation else {
             return writeln!(w, "Nearest successful run: not searched");
         };
@@ -353,6 +375,7 @@ impl Explanation {
             }
         }
         writeln!(w, "  }}")?;
+        self.write_causal_dot(w, &esc)?;
         writeln!(w, "}}")
     }
 }

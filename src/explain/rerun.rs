@@ -2,11 +2,15 @@
 //! commands (the warm runner while it serves), each forcing a set of branch instances and
 //! writing its trace (docs/trace-format.md "Forcing a set of branch instances").
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::causal::{Replayer, ValuedRun};
 use super::pathgen::{Executor, Forced, Run, Verdict};
+use super::values::Values;
 use crate::dump::{Dump, Trace};
+use crate::intern::Interner;
 use crate::localize::cfx::{CfxOutcome, Experiment, ExperimentResult, Reruns, RunOptions};
 
 /// Re-runs one test of a dump.
@@ -39,7 +43,7 @@ impl<'a> DumpExecutor<'a> {
         };
         let id = &dump.manifest.tests[trace.test].id;
         let limit = o.timeout.unwrap_or_else(|| Reruns::control_limit(dump, id));
-        let (r, dir) = ex.rerun(&[], limit, true);
+        let (r, dir) = ex.rerun(&[], limit, true, None);
         if r.outcome != CfxOutcome::Fail {
             return Err(format!(
                 "the control run of {id} (re-run alone, nothing forced) did not fail: {:?}, {}",
@@ -69,6 +73,7 @@ impl<'a> DumpExecutor<'a> {
         forced: &[Forced],
         limit: Duration,
         control: bool,
+        values: Option<serde_json::Value>,
     ) -> (ExperimentResult, PathBuf) {
         self.runs += 1;
         let dir = self.tmp.path().join(format!("run{}", self.runs));
@@ -94,8 +99,56 @@ impl<'a> DumpExecutor<'a> {
                 })
                 .collect(),
             events: Some(dir.clone()),
+            values,
         };
         (self.reruns.run(&e, limit, control), dir)
+    }
+
+    /// Re-runs with `forced` and the `values` request (docs/trace-format.md "Values, capture
+    /// and patch"): the result and the directory the run wrote into.
+    pub fn valued(
+        &mut self,
+        forced: &[Forced],
+        values: serde_json::Value,
+    ) -> (ExperimentResult, PathBuf) {
+        self.rerun(forced, self.limit, false, Some(values))
+    }
+
+    /// Re-runs with `forced`, recording values: the run, `None` when it did not end with a
+    /// verdict or wrote no trace (an error when what it wrote is malformed).
+    pub fn valued_run(
+        &mut self,
+        forced: &[Forced],
+        values: serde_json::Value,
+        names: &mut Interner,
+    ) -> Result<(Option<ValuedRun>, ExperimentResult), String> {
+        let (r, dir) = self.valued(forced, values);
+        if !matches!(r.outcome, CfxOutcome::Pass | CfxOutcome::Fail) {
+            return Ok((None, r));
+        }
+        let Some(trace) = self.load(&dir)? else {
+            return Ok((None, r));
+        };
+        if !dir.join("values.facts").is_file() {
+            return Err(format!(
+                "a re-run asked to record values wrote no values.facts into {} ({}): the \
+                 front-end cannot record values (docs/trace-format.md \"Values, capture and patch\")",
+                dir.display(),
+                r.detail
+            ));
+        }
+        let values = Values::load(&dir, &trace, names)?;
+        let run = ValuedRun {
+            failed: r.outcome == CfxOutcome::Fail,
+            trace,
+            values,
+        };
+        Ok((Some(run), r))
+    }
+
+    /// Re-runs made so far (the control run included).
+    pub fn runs(&self) -> usize {
+        self.runs
     }
 
     /// The trace a run wrote into `dir`, if it wrote one (an error when it is malformed).
@@ -112,7 +165,7 @@ impl<'a> DumpExecutor<'a> {
 
 impl Executor for DumpExecutor<'_> {
     fn run(&mut self, forced: &[Forced]) -> Result<Run, String> {
-        let (r, dir) = self.rerun(forced, self.limit, false);
+        let (r, dir) = self.rerun(forced, self.limit, false, None);
         let verdict = match r.outcome {
             CfxOutcome::Pass => Verdict::Pass,
             CfxOutcome::Fail => Verdict::Fail,
@@ -140,5 +193,92 @@ impl Executor for DumpExecutor<'_> {
             trace,
             detail: r.detail,
         })
+    }
+}
+
+/// Seed 004's Induction through re-runs: the reference is the failing test with `reference`
+/// forced; a variable's failing value is carried over as the front-end's pickle, captured by a
+/// re-run of the failing test (nothing forced) at the failing step.
+pub struct DumpReplayer<'e, 'a> {
+    pub exec: &'e mut DumpExecutor<'a>,
+    pub reference: Vec<Forced>,
+    /// Per failing step, the captured values by name (`None`: not capturable).
+    captured: HashMap<u32, HashMap<String, Option<String>>>,
+    /// Runs whose patch did not take (the step was not reached or a value not carried).
+    pub unpatched: usize,
+}
+
+impl<'e, 'a> DumpReplayer<'e, 'a> {
+    pub fn new(exec: &'e mut DumpExecutor<'a>, reference: Vec<Forced>) -> Self {
+        DumpReplayer {
+            exec,
+            reference,
+            captured: HashMap::new(),
+            unpatched: 0,
+        }
+    }
+
+    /// The failing run's pickled values of `vars` before step `f0`, captured once per step.
+    fn capture(&mut self, f0: u32, vars: &[String]) -> Result<Vec<Option<String>>, String> {
+        let have = self.captured.entry(f0).or_default();
+        let missing: Vec<&String> = vars.iter().filter(|v| !have.contains_key(*v)).collect();
+        if !missing.is_empty() {
+            let req = serde_json::json!({ "capture": { f0.to_string(): missing } });
+            let (r, dir) = self.exec.valued(&[], req);
+            let got = read_capture(&dir.join("capture.json"), f0);
+            let have = self.captured.entry(f0).or_default();
+            for v in missing {
+                let value = got.as_ref().and_then(|m| m.get(v).cloned().flatten());
+                have.insert(v.clone(), value);
+            }
+            if got.is_none() && r.outcome != CfxOutcome::Fail {
+                return Err(format!(
+                    "the capture run of the failing test did not fail: {:?}, {}",
+                    r.outcome, r.detail
+                ));
+            }
+        }
+        let have = &self.captured[&f0];
+        Ok(vars.iter().map(|v| have[v].clone()).collect())
+    }
+}
+
+/// The values `capture.json` holds for `step` (`None` when the file is missing or malformed).
+fn read_capture(path: &std::path::Path, step: u32) -> Option<HashMap<String, Option<String>>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let all: HashMap<String, HashMap<String, Option<String>>> = serde_json::from_str(&text).ok()?;
+    all.get(&step.to_string()).cloned()
+}
+
+impl Replayer for DumpReplayer<'_, '_> {
+    fn induce(
+        &mut self,
+        f0: u32,
+        p0: u32,
+        vars: &[u32],
+        names: &mut Interner,
+    ) -> Result<Option<ValuedRun>, String> {
+        let vars: Vec<String> = vars.iter().map(|&v| names.name(v).to_owned()).collect();
+        let pickles = self.capture(f0, &vars)?;
+        let mut patch = serde_json::Map::new();
+        for (v, p) in vars.iter().zip(pickles) {
+            let Some(p) = p else {
+                self.unpatched += 1;
+                return Ok(None); // not capturable: the subset cannot be tested
+            };
+            patch.insert(v.clone(), serde_json::Value::String(p));
+        }
+        let req = serde_json::json!({ "record": true, "patch": { p0.to_string(): patch } });
+        let reference = self.reference.clone();
+        let (run, r) = self.exec.valued_run(&reference, req, names)?;
+        if !r
+            .patched
+            .as_ref()
+            .is_some_and(|p| p.contains(&u64::from(p0)))
+        {
+            self.unpatched += 1;
+            return Ok(None);
+        }
+        Ok(run)
     }
 }

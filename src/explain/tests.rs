@@ -13,14 +13,18 @@ use crate::dump::{Dump, Frame, Step, Trace};
 /// A one-method program of statements `(id, kind, line)` with its CFG and loop heads, called
 /// from a test method `t` (statements `t.call`, then `t.end`), written as a dump whose only
 /// test fails with the trace `steps` (statement ids of `m`, with branch outcomes).
-struct Program {
+pub(super) struct Program {
     stmts: Vec<(&'static str, &'static str, u32)>,
     cfg: Vec<(&'static str, &'static str)>,
     loops: Vec<&'static str>,
+    /// `def` and `use` facts `(stmt, var)` (the test's call defines `result`, which its last
+    /// statement uses).
+    defs: Vec<(&'static str, &'static str)>,
+    uses: Vec<(&'static str, &'static str)>,
 }
 
 impl Program {
-    fn write(&self, dir: &Path, steps: &[(&str, Option<bool>)]) -> Dump {
+    pub(super) fn write(&self, dir: &Path, steps: &[(&str, Option<bool>)]) -> Dump {
         let w = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
         w(
             "manifest.toml",
@@ -49,7 +53,16 @@ impl Program {
             "loop_head.facts",
             self.loops.iter().map(|l| format!("{l}\n")).collect(),
         );
-        for f in ["def", "use", "formal", "this_formal", "actual", "receiver"] {
+        let rows = |extra: &str, facts: &[(&str, &str)]| {
+            let mut t = extra.to_owned();
+            for (st, v) in facts {
+                t += &format!("{st}\t{v}\n");
+            }
+            t
+        };
+        w("def.facts", rows("t.call\tresult\n", &self.defs));
+        w("use.facts", rows("t.end\tresult\n", &self.uses));
+        for f in ["formal", "this_formal", "actual", "receiver"] {
             w(&format!("{f}.facts"), String::new());
         }
         let (mut step, mut branch) = (String::new(), String::new());
@@ -78,7 +91,7 @@ fn run_rows<'a>(steps: &[(&'a str, Option<bool>)]) -> Vec<(&'a str, Option<bool>
 }
 
 /// A trace of `dump`'s program with the given steps (same shape as the dump's own).
-fn trace(dump: &Dump, steps: &[(&str, Option<bool>)]) -> Trace {
+pub(super) fn trace(dump: &Dump, steps: &[(&str, Option<bool>)]) -> Trace {
     let rows = run_rows(steps);
     let method = |n: &str| dump.method_ids.get(n).unwrap();
     Trace {
@@ -136,6 +149,8 @@ fn loop_program() -> Program {
         ],
         cfg: vec![("w1", "a2"), ("a2", "w1"), ("w1", "r3")],
         loops: vec!["w1"],
+        defs: vec![],
+        uses: vec![],
     }
 }
 
@@ -168,7 +183,7 @@ fn loop_oracle_nests_each_iteration_in_the_previous_one() {
 }
 
 /// Seed 004 Fig. 2 (reconstructed, spec §5): the list-summing loop with the skip at 6–7.
-fn list_program() -> Program {
+pub(super) fn list_program() -> Program {
     Program {
         stmts: vec![
             ("s1", "assign", 1),
@@ -192,10 +207,27 @@ fn list_program() -> Program {
             ("s7", "w2"),
         ],
         loops: vec!["w2"],
+        defs: vec![
+            ("s1", "p"),
+            ("s3", "s"),
+            ("s4", "p"),
+            ("s5", "x"),
+            ("s7", "p"),
+        ],
+        uses: vec![
+            ("s1", "head"),
+            ("w2", "p"),
+            ("s3", "s"),
+            ("s3", "p"),
+            ("s4", "p"),
+            ("s5", "p"),
+            ("b6", "x"),
+            ("s9", "s"),
+        ],
     }
 }
 
-fn iteration(skip: bool) -> Vec<(&'static str, Option<bool>)> {
+pub(super) fn iteration(skip: bool) -> Vec<(&'static str, Option<bool>)> {
     let mut v = vec![
         ("w2", Some(true)),
         ("s3", None),
@@ -290,6 +322,8 @@ fn fig2_program() -> Program {
             ("s9", "s10"),
         ],
         loops: vec![],
+        defs: vec![],
+        uses: vec![],
     }
 }
 

@@ -53,6 +53,10 @@ pub struct Experiment {
     /// Where the re-run writes its trace (`step.facts`, `frame.facts`, `branch.facts`).
     #[serde(skip)]
     pub events: Option<PathBuf>,
+    /// Values to record, capture or patch in the re-run (with `events`; docs/trace-format.md
+    /// "Values, capture and patch"): passed to the front-end as given.
+    #[serde(skip)]
+    pub values: Option<serde_json::Value>,
 }
 
 impl Experiment {
@@ -96,6 +100,9 @@ pub struct ExperimentResult {
     /// not know the request leaves it false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forced: bool,
+    /// The steps the re-run patched (when [`Experiment::values`] asked for a patch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patched: Option<Vec<u64>>,
 }
 
 /// How counterfactual experiments run (`localize --cfx-runner`, or the environment variable
@@ -120,6 +127,9 @@ pub const FORCE_ENV: &str = "PROSECUTOR_FORCE";
 
 /// The environment variable that asks a cold re-run to write its trace into a directory.
 pub const EVENTS_ENV: &str = "PROSECUTOR_EVENTS";
+
+/// The environment variable that gives a cold re-run its `values` request (JSON).
+pub const VALUES_ENV: &str = "PROSECUTOR_VALUES";
 
 impl CfxRunner {
     /// `given`, else [`RUNNER_ENV`], else `auto`.
@@ -209,6 +219,7 @@ pub fn plan(
                 score,
                 force: Vec::new(),
                 events: None,
+                values: None,
             }
         })
         .collect()
@@ -522,6 +533,7 @@ fn experiment(
             duration_ms: 0,
             runner: String::new(),
             forced: false,
+            patched: None,
         },
         Control::Fails(took) => {
             let limit = o.timeout.unwrap_or_else(|| measured_limit(*took));
@@ -702,6 +714,7 @@ impl<'a> Runner<'a> {
             duration_ms: reply.duration_ms,
             runner,
             forced: reply.forced.is_some(),
+            patched: reply.patched,
         }
     }
 
@@ -781,6 +794,7 @@ fn run_one(
         duration_ms: start.elapsed().as_millis() as u64,
         runner: String::new(),
         forced: false,
+        patched: None,
     };
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -799,6 +813,9 @@ fn run_one(
     }
     if let Some(dir) = &e.events {
         cmd.env(EVENTS_ENV, dir);
+    }
+    if let Some(v) = &e.values {
+        cmd.env(VALUES_ENV, v.to_string());
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -841,6 +858,8 @@ fn run_one(
         detail: String,
         #[serde(default)]
         forced: Option<serde_json::Value>,
+        #[serde(default)]
+        patched: Option<Vec<u64>>,
     }
     fn yes() -> bool {
         true
@@ -853,6 +872,7 @@ fn run_one(
             let (o, detail) = classify(&r.outcome, r.flipped, r.detail, control);
             ExperimentResult {
                 forced: r.forced.is_some(),
+                patched: r.patched,
                 ..finish(o, detail)
             }
         }
@@ -982,12 +1002,14 @@ mod tests {
                 score: 0.5,
                 force: Vec::new(),
                 events: None,
+                values: None,
             },
             outcome,
             detail: detail.into(),
             duration_ms: 5,
             runner: "warm".into(),
             forced: false,
+            patched: None,
         }
     }
 

@@ -42,6 +42,9 @@ pub(super) struct Reply {
     /// The forced set's report, when the request forced a set.
     #[serde(default)]
     pub forced: Option<serde_json::Value>,
+    /// The steps patched, when the request asked for a patch.
+    #[serde(default)]
+    pub patched: Option<Vec<u64>>,
 }
 
 #[derive(Default)]
@@ -144,6 +147,9 @@ impl Server {
         }
         if let Some(dir) = &e.events {
             line["events"] = serde_json::json!(dir);
+        }
+        if let Some(v) = &e.values {
+            line["values"] = v.clone();
         }
         if let Err(err) = self.send(&line.to_string()) {
             return Err(self.fail(format!("cannot send a request: {err}")));
@@ -303,6 +309,7 @@ mod tests {
             score: 0.5,
             force: Vec::new(),
             events: None,
+            values: None,
         }
     }
 

@@ -1,0 +1,190 @@
+//! The causal path (seed 004) in `explain`'s output: each defining point rendered as the paper
+//! renders it ("At 5, x is given True"), the switched predicate as the head ("At 6, (if x:) is
+//! true"), in the order the values were given, with how the walk went.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::causal::{Outcome, Single, ValuedRun};
+use super::report::{Explanation, Step};
+use crate::dump::Dump;
+use crate::eval::score::FaultyLines;
+use crate::intern::Interner;
+
+/// A variable a causal-path step gives, and the value (the front-end's encoding).
+#[derive(Debug, Clone, Serialize)]
+pub struct Given {
+    pub var: String,
+    pub value: String,
+}
+
+/// How the causal path was computed.
+#[derive(Debug, Clone, Serialize)]
+pub struct CausalPath {
+    /// `patch`: the reference is the failing test with the nearest successful run's branch
+    /// instances switched (spec §1, D9).
+    pub mode: String,
+    /// `file:line` of each switched branch instance of the reference.
+    pub reference: Vec<String>,
+    /// Steps on the path (the head included): the paper's path length.
+    pub length: usize,
+    /// The walk ended by the rules (else a partial path: a failed induction or the budget).
+    pub complete: bool,
+    pub ended: String,
+    /// Entries the runs share, patched re-runs made, and the rules that fired.
+    pub aligned: usize,
+    pub runs: usize,
+    pub def_free: usize,
+    pub definition: usize,
+    pub singles: Vec<Single>,
+    /// With `--faulty`: a step of the path is on a faulty line (the paper's "Roots").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaches_fault: Option<bool>,
+}
+
+/// The path's steps in the order their values were given: the head, then each defining point
+/// by the frame's next step (when the value is first seen), with the variables it gives.
+fn ordered(out: &Outcome, f: &ValuedRun) -> Vec<(u32, Vec<u32>)> {
+    let tr = &f.trace;
+    let next_in_frame = |k: u32| {
+        let fr = tr.steps[k as usize].frame;
+        (k + 1..tr.steps.len() as u32).find(|&j| tr.steps[j as usize].frame == fr)
+    };
+    let mut body: Vec<(u32, u32, Vec<u32>)> = out
+        .path
+        .iter()
+        .map(|(&k, vars)| (next_in_frame(k).unwrap_or(k), k, vars.clone()))
+        .collect();
+    body.sort();
+    let mut v: Vec<(u32, Vec<u32>)> = out.head.iter().map(|&h| (h, Vec::new())).collect();
+    v.extend(body.into_iter().map(|(_, k, vars)| (k, vars)));
+    v
+}
+
+impl Explanation {
+    /// Adds seed 004's causal path of failing run `f`; `reference` are the switched instances.
+    pub fn with_causal_path(
+        &mut self,
+        dump: &Dump,
+        f: &ValuedRun,
+        out: &Outcome,
+        reference: Vec<String>,
+        names: &Interner,
+    ) {
+        let tr = &f.trace;
+        let steps = ordered(out, f);
+        self.causal_path = steps
+            .iter()
+            .map(|(k, vars)| {
+                let st = &dump.stmts[tr.steps[*k as usize].stmt as usize];
+                let next = (k + 1..tr.steps.len() as u32)
+                    .find(|&j| tr.steps[j as usize].frame == tr.steps[*k as usize].frame);
+                let given: Vec<Given> = vars
+                    .iter()
+                    .map(|&v| Given {
+                        var: names.name(v).to_owned(),
+                        value: next.map_or_else(
+                            || "(not recorded)".to_owned(),
+                            |n| {
+                                let fr = tr.steps[n as usize].frame;
+                                names.name(f.values.at(fr, v, n)).to_owned()
+                            },
+                        ),
+                    })
+                    .collect();
+                let says = if given.is_empty() {
+                    let b = tr.branch[*k as usize].unwrap_or(false);
+                    format!("At {}, ({}) is {b}", st.line, st.text)
+                } else {
+                    let g: Vec<String> = given
+                        .iter()
+                        .map(|g| format!("{} is given {}", g.var, g.value))
+                        .collect();
+                    format!("At {}, {}", st.line, g.join(", "))
+                };
+                Step {
+                    file: st.file.clone(),
+                    line: st.line,
+                    code: st.text.clone(),
+                    what: Some(says),
+                    belief: None,
+                    value: None,
+                    failing_value: None,
+                    step: Some(*k),
+                    given,
+                }
+            })
+            .collect();
+        self.causal = Some(CausalPath {
+            mode: "patch".to_owned(),
+            reference,
+            length: steps.len(),
+            complete: out.complete,
+            ended: out.ended.clone(),
+            aligned: out.aligned,
+            runs: out.runs,
+            def_free: out.def_free,
+            definition: out.definition,
+            singles: out.singles.clone(),
+            reaches_fault: None,
+        });
+    }
+
+    /// Whether a step of the causal path is on a faulty line.
+    pub fn score_causal_path(&mut self, faulty: &[FaultyLines]) {
+        let on = self.causal_path.iter().any(|s| {
+            faulty
+                .iter()
+                .any(|f| f.lines.contains(&s.line) && f.file_matches(&s.file))
+        });
+        if let Some(c) = &mut self.causal {
+            c.reaches_fault = Some(on);
+        }
+    }
+
+    pub(super) fn write_causal_table(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        let Some(c) = &self.causal else {
+            return writeln!(w, "Causal path: not computed");
+        };
+        writeln!(
+            w,
+            "Causal path ({} steps; reference: the failing test with {} switched; {} re-runs; {}):",
+            c.length,
+            c.reference.join(", "),
+            c.runs,
+            if c.complete { "complete" } else { "partial" }
+        )?;
+        for s in &self.causal_path {
+            writeln!(
+                w,
+                "  {}:{}  {}",
+                s.file,
+                s.line,
+                s.what.as_deref().unwrap_or("")
+            )?;
+        }
+        writeln!(w, "  ended: {}", c.ended)
+    }
+
+    pub(super) fn write_causal_dot(
+        &self,
+        w: &mut dyn Write,
+        esc: &dyn Fn(&str) -> String,
+    ) -> std::io::Result<()> {
+        writeln!(w, "  subgraph cluster_causal {{ label=\"causal path\";")?;
+        for (i, s) in self.causal_path.iter().enumerate() {
+            let label = format!(
+                "{}:{}\\n{}",
+                s.file,
+                s.line,
+                esc(s.what.as_deref().unwrap_or(""))
+            );
+            writeln!(w, "    c{i} [label=\"{label}\"];")?;
+            if i > 0 {
+                writeln!(w, "    c{} -> c{i};", i - 1)?;
+            }
+        }
+        writeln!(w, "  }}")
+    }
+}
