@@ -197,6 +197,11 @@ def render(rows, dir_value, timeout, correct):
             "faulty = %s" % toml_list(["%s.py:%s" % (r["program"], ",".join(map(str, r["lines"])))]),
             "kind = %s" % toml_str(r["kind"]),
         ]
+        if not correct:
+            # the fixed version, for explain's regression mode (scripts/explain_eval.py)
+            out.append("reference_src = %s" % toml_str(r["file"].replace(
+                "python_programs/", "correct_python_programs/", 1)))
+            out.append("reference_test = %s" % toml_list(test + ["--correct"]))
         if timeout is None and r["program"] in hanging:
             out.append("timeout = %g" % HANG_TIMEOUT)
         out.append("")

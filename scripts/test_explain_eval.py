@@ -17,12 +17,19 @@ with open(os.environ["FAKE_LOG"], "a") as fh:
 if "--src" in sys.argv and sys.argv[sys.argv.index("--src") + 1] == "broken":
     sys.stderr.write("prosecutor: error: tracing failed\n")
     sys.exit(2)
+if sys.argv[1] == "trace":
+    print(sys.argv[sys.argv.index("--out") + 1])
+    sys.exit(0)
+regression = "--reference" in sys.argv
+causal = {"mode": "regression" if regression else "patch", "length": 3, "complete": True,
+          "runs": 5, "reaches_fault": regression}
 found = "--faulty" in sys.argv and sys.argv[sys.argv.index("--faulty") + 1] == "a.py:3"
 report = [{"file": "pkg/a.py", "line": 3, "code": "if x:", "value": True, "failing_value": False}]
 print(json.dumps({
     "nearest_successful_run": report if found else [],
     "path_generation": {"found": found, "size": 1 if found else 0, "runs": 4,
                         "score": 0.85 if found else 0.0, "bucket": 80 if found else 0},
+    "causal": causal if (found or regression) else None,
     "warnings": [],
 }))
 '''
@@ -101,3 +108,32 @@ def test_cases_subset(tmp_path):
     assert p.returncode == 0, p.stderr
     assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 1
     assert "| cases | 1 |" in (tmp_path / "out" / "summary.md").read_text()
+
+
+REGRESSION = CASES.replace('faulty = ["a.py:9"]', 'faulty = ["a.py:9"]\nreference_src = "fixed/a.py"\n'
+                           'reference_test = ["python3", "-m", "pytest", "--fixed"]')
+
+
+def test_regression_traces_the_fixed_version_first(tmp_path):
+    fake = write(tmp_path, REGRESSION)
+    (tmp_path / "proj" / "fixed").mkdir()
+    (tmp_path / "proj" / "fixed" / "a.py").write_text("x = 2\n")
+    p = run(tmp_path, fake, "--regression", "--cases", "one,two")
+    assert p.returncode == 0, p.stderr
+    calls = [json.loads(line)["argv"] for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    # case one has no reference: patch mode; case two is traced first, then explained against it
+    assert calls[0][0] == "explain" and "--reference" not in calls[0]
+    trace, explain = calls[1], calls[2]
+    assert trace[:2] == ["trace", "--passing-ok"]
+    assert trace[trace.index("--src") + 1] == "fixed"
+    assert trace[trace.index("--") + 1:] == ["python3", "-m", "pytest", "--fixed"]
+    ref = explain[explain.index("--reference") + 1]
+    assert ref == trace[trace.index("--out") + 1] and ref.endswith("reference/two")
+    rows = (tmp_path / "out" / "explain.tsv").read_text().splitlines()
+    header = rows[0].split("\t")
+    one, two = (dict(zip(header, r.split("\t"))) for r in rows[1:])
+    assert (one["causal_mode"], one["causal_reaches_fault"]) == ("patch", "False")
+    assert (two["causal_mode"], two["causal_length"], two["causal_reaches_fault"]) == ("regression", "3", "True")
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "| causal path computed | 2 (patch, regression) |" in summary
+    assert "| causal path contains a faulty line | 1 (50.0 % of paths, 50.0 % of cases) |" in summary

@@ -313,6 +313,10 @@ pub struct TraceArgs {
     /// passes plainly and runs past the limit traced is left out.
     #[arg(long, help_heading = TRACING)]
     pub no_plain_run: bool,
+    /// Every test passing is no error: trace a fixed version, the reference of `explain
+    /// --reference` (Python).
+    #[arg(long, conflicts_with = "java", help_heading = TRACING)]
+    pub passing_ok: bool,
     /// Begin every trace with the import-time code of the modules under test (module and class
     /// bodies run when pytest imports them), so that a wrong module constant, class attribute or
     /// default argument can be ranked (also `PROSECUTOR_SETUP=1`; `eval --import-time`). Off by
@@ -412,6 +416,7 @@ impl TraceArgs {
         o.test_globs = self.exclude.clone();
         o.plain_run &= !self.no_plain_run;
         o.import_time |= self.import_time;
+        o.passing_ok = self.passing_ok;
         o.progress = true;
         crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))
     }
@@ -508,6 +513,11 @@ pub struct ExplainArgs {
     /// Def-Free and Definition fast passes.
     #[arg(long, help_heading = "Explain")]
     pub no_fast_passes: bool,
+    /// Causal path in regression mode: a dump of the fixed version, traced with the same test
+    /// (e.g. `prosecutor trace --src fixed_src --out REF -- TEST COMMAND`); default: patch mode,
+    /// against the nearest successful run.
+    #[arg(long, value_name = "DUMP", help_heading = "Explain")]
+    pub reference: Option<PathBuf>,
     /// The faulty lines, when known (repeatable; FILE:LINE[,LINE...]): the nearest successful
     /// run's report is then scored as seed 003 scores it (1 − |DS*| / |PDG|).
     #[arg(long, value_name = "FILE:LINE", help_heading = "Explain")]
@@ -747,6 +757,7 @@ pub fn try_main() -> Result<i32, Error> {
                     max_runs: a.causal_runs,
                     fast: !a.no_fast_passes,
                 }),
+                reference: a.reference.clone(),
                 faulty: a
                     .faulty
                     .iter()

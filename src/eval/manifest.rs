@@ -12,6 +12,10 @@
 //! kind = "wrong variable"          # optional, free text
 //! timeout = 10                     # optional: per-test time limit when tracing, in seconds
 //! language = "python"              # optional: "python" (the default) or "java"
+//! reference_src = "fixed/leftpad.py"  # optional, Python: the fixed version's code and the
+//! reference_test = ["python3", "-m", "pytest", "-q", "tests", "--fixed"]  # command testing it;
+//!                                  # `eval` ignores both, scripts/explain_eval.py --regression
+//!                                  # traces them as `explain --reference` (docs/explain.md)
 //! ```
 //!
 //! A Java case (`language = "java"`) is traced with the JVM front-end (`trace --java`): `dir` is
@@ -90,6 +94,11 @@ struct RawCase {
     jvm_args: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     failing: Option<Spanned<Vec<String>>>,
+    /// The fixed version (explain's regression mode, scripts/explain_eval.py): not used here.
+    #[serde(default, rename = "reference_src")]
+    _reference_src: Option<String>,
+    #[serde(default, rename = "reference_test")]
+    _reference_test: Option<Vec<String>>,
 }
 
 /// The language of a case: which front-end traces it.

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::index::{align, Indexer, RunIndex};
 use super::values::Values;
 use crate::cdg::ControlDeps;
-use crate::dump::{Dump, Trace};
+use crate::dump::{Dump, StmtId, Trace};
 use crate::intern::Interner;
 
 /// A run with the stores its steps saw.
@@ -123,24 +123,35 @@ type At = Option<usize>;
 /// The pseudo-variable of the end of the run: the test's verdict.
 const OUTCOME: u32 = u32::MAX;
 
-/// Computes the causal path of `f` (failing) against `p` (passing). `switched`: the failing
-/// run's steps whose branch the reference switched (patch mode; empty in regression mode).
+/// The reference run's side: its dump and control dependences (the failing run's in patch
+/// mode), its statements' labels in the failing dump's space (regression mode,
+/// [`super::versions`]), and the failing run's steps whose branch the reference switched
+/// (patch mode).
+#[derive(Clone, Copy)]
+pub struct Reference<'a> {
+    pub dump: &'a Dump,
+    pub cd: &'a ControlDeps,
+    pub labels: Option<&'a [StmtId]>,
+    pub switched: &'a [u32],
+}
+
+/// Computes the causal path of `f` (failing) against `p` (passing).
 pub fn causal_path<R: Replayer>(
     dump: &Dump,
     cd: &ControlDeps,
-    f: &ValuedRun,
-    p: &ValuedRun,
-    switched: &[u32],
+    runs: (&ValuedRun, &ValuedRun),
+    reference: Reference,
     replayer: &mut R,
     names: &mut Interner,
     config: &Config,
 ) -> Result<Outcome, String> {
+    let (f, p) = runs;
     if !f.failed || p.failed {
         return Err("the failing run must fail and the reference run pass".to_owned());
     }
     let mut indexer = Indexer::new();
     let fidx = indexer.index(cd, &f.trace);
-    let pidx = indexer.index(cd, &p.trace);
+    let pidx = indexer.index_as(reference.cd, &p.trace, reference.labels);
     let aligned: Vec<(u32, u32)> = align(&fidx, &pidx)
         .iter()
         .enumerate()
@@ -148,7 +159,7 @@ pub fn causal_path<R: Replayer>(
         .collect();
     let mut w = Walk {
         dump,
-        cd,
+        reference,
         f,
         p,
         fidx,
@@ -165,7 +176,12 @@ pub fn causal_path<R: Replayer>(
     w.walk()?;
     // before a switched instance the two runs do not differ: the walk stops at or after it
     let stop = w.out.stop_at.unwrap_or(0);
-    w.out.head = switched.iter().copied().filter(|&s| s <= stop).collect();
+    w.out.head = reference
+        .switched
+        .iter()
+        .copied()
+        .filter(|&s| s <= stop)
+        .collect();
     Ok(w.out)
 }
 
@@ -177,7 +193,7 @@ enum Moved {
 
 struct Walk<'a, R: Replayer> {
     dump: &'a Dump,
-    cd: &'a ControlDeps,
+    reference: Reference<'a>,
     f: &'a ValuedRun,
     p: &'a ValuedRun,
     fidx: RunIndex,
@@ -255,6 +271,10 @@ impl<R: Replayer> Walk<'_, R> {
             return None;
         }
         let stmt = ft.steps[f0 as usize].stmt as usize;
+        let pst = &self.reference.dump.stmts[pt.steps[p0 as usize].stmt as usize];
+        if pst.text != self.dump.stmts[stmt].text {
+            return None; // an edited statement (regression mode): its defs and uses may differ
+        }
         let lhs = self.var_names(&self.dump.defs[stmt]);
         let kept: Vec<u32> = gamma.iter().copied().filter(|v| !lhs.contains(v)).collect();
         let unchanged = kept.iter().all(|&v| {
@@ -416,7 +436,8 @@ impl<R: Replayer> Walk<'_, R> {
         let f1 = self.aligned[a1].0;
         let target = self.fidx.leaf[f1 as usize];
         // one indexer for all runs, so that node ids match the failing run's
-        let ridx = self.indexer.index(self.cd, &r.trace);
+        let (cd, labels) = (self.reference.cd, self.reference.labels);
+        let ridx = self.indexer.index_as(cd, &r.trace, labels);
         let Some(s) = ridx.leaf.iter().position(|&l| l == target) else {
             return false;
         };

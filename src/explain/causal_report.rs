@@ -23,9 +23,10 @@ pub struct Given {
 #[derive(Debug, Clone, Serialize)]
 pub struct CausalPath {
     /// `patch`: the reference is the failing test with the nearest successful run's branch
-    /// instances switched (spec §1, D9).
+    /// instances switched (spec §1, D9); `regression`: the fixed version's run of the test.
     pub mode: String,
-    /// `file:line` of each switched branch instance of the reference.
+    /// What the reference is: each switched branch instance (`file:line switched`), or the
+    /// fixed version's dump.
     pub reference: Vec<String>,
     /// Steps on the path (the head included): the paper's path length.
     pub length: usize,
@@ -69,6 +70,7 @@ impl Explanation {
         dump: &Dump,
         f: &ValuedRun,
         out: &Outcome,
+        mode: &str,
         reference: Vec<String>,
         names: &Interner,
     ) {
@@ -117,7 +119,7 @@ impl Explanation {
             })
             .collect();
         self.causal = Some(CausalPath {
-            mode: "patch".to_owned(),
+            mode: mode.to_owned(),
             reference,
             length: steps.len(),
             complete: out.complete,
@@ -149,7 +151,8 @@ impl Explanation {
         };
         writeln!(
             w,
-            "Causal path ({} steps; reference: the failing test with {} switched; {} re-runs; {}):",
+            "Causal path ({} mode, {} steps; reference: {}; {} re-runs; {}):",
+            c.mode,
             c.length,
             c.reference.join(", "),
             c.runs,

@@ -3,7 +3,7 @@
 //! regression mode (the correct line 5 as the reference) and in patch mode (the faulty program
 //! with the `if` at 6 switched).
 
-use super::causal::{causal_path, ddmin, Config, Replayer, ValuedRun};
+use super::causal::{causal_path, ddmin, Config, Reference, Replayer, ValuedRun};
 use super::tests::{list_program, trace};
 use super::values::{interner, Values};
 use crate::cdg::ControlDeps;
@@ -207,7 +207,13 @@ fn fig2_path(reference: Fig2, switched: &[u32], fast: bool) -> super::causal::Ou
         max_runs: 100,
         fast,
     };
-    let out = causal_path(&dump, &cd, &f, &p, switched, &mut r, &mut names, &config).unwrap();
+    let reference = Reference {
+        dump: &dump,
+        cd: &cd,
+        labels: None,
+        switched,
+    };
+    let out = causal_path(&dump, &cd, (&f, &p), reference, &mut r, &mut names, &config).unwrap();
     assert_eq!(out.runs, r.runs);
     out
 }
@@ -290,7 +296,13 @@ fn fig_2_walk_stops_at_the_run_budget() {
         max_runs: 2,
         fast: true,
     };
-    let out = causal_path(&dump, &cd, &f, &p, &[], &mut r, &mut names, &config).unwrap();
+    let reference = Reference {
+        dump: &dump,
+        cd: &cd,
+        labels: None,
+        switched: &[],
+    };
+    let out = causal_path(&dump, &cd, (&f, &p), reference, &mut r, &mut names, &config).unwrap();
     assert_eq!(r.runs, 2);
     assert!(!out.complete);
     assert!(out.ended.contains("budget"), "{}", out.ended);

@@ -100,6 +100,13 @@ impl Indexer {
 
     /// Indexes every step of `tr` (a trace of a dump, or a re-run's trace loaded against it).
     pub fn index(&mut self, cd: &ControlDeps, tr: &Trace) -> RunIndex {
+        self.index_as(cd, tr, None)
+    }
+
+    /// Indexes `tr` with its statements labelled by `label` (another version's statement
+    /// space, [`super::versions::labels`]); `cd` is `tr`'s own dump's.
+    pub fn index_as(&mut self, cd: &ControlDeps, tr: &Trace, label: Option<&[StmtId]>) -> RunIndex {
+        let lab = |s: StmtId| label.map_or(s, |l| l[s as usize]);
         let dep = dynamic_cd(cd, tr);
         let ordinal = frame_ordinals(tr);
         let n = tr.steps.len();
@@ -123,16 +130,16 @@ impl Indexer {
                     };
                     self.intern(Node {
                         parent: ctx_of[p as usize],
-                        stmt: ps.stmt,
+                        stmt: lab(ps.stmt),
                         ann,
                     })
                 }
             };
             ctx_of.push(ctx);
-            let k = seen.entry((ctx, s.stmt)).or_insert(0);
+            let k = seen.entry((ctx, lab(s.stmt))).or_insert(0);
             let node = Node {
                 parent: ctx,
-                stmt: s.stmt,
+                stmt: lab(s.stmt),
                 ann: Ann::Leaf(*k),
             };
             *k += 1;

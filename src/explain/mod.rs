@@ -18,6 +18,7 @@ pub mod report;
 pub mod rerun;
 pub mod score;
 pub mod values;
+pub mod versions;
 
 #[cfg(test)]
 mod causal_tests;
@@ -41,8 +42,11 @@ pub struct Request {
     pub test: Option<String>,
     /// Seed 003's search: `None` = not searched.
     pub search: Option<(pathgen::Config, RunOptions)>,
-    /// Seed 004's causal path against the nearest successful run: `None` = not computed.
+    /// Seed 004's causal path: `None` = not computed.
     pub causal: Option<causal::Config>,
+    /// Seed 004's reference in regression mode: a dump of the fixed version (traced from the
+    /// same test command); without it, patch mode against the nearest successful run.
+    pub reference: Option<std::path::PathBuf>,
     /// The faulty lines, when known: the report is then scored (spec §4).
     pub faulty: Vec<crate::eval::score::FaultyLines>,
 }
@@ -98,8 +102,8 @@ pub fn explain(
     if !req.faulty.is_empty() {
         ex.score_report(dump, &cd, &control, &out, &req.faulty);
     }
-    if let Some(cc) = &req.causal {
-        if let Err(why) = causal_path(dump, &cd, &control, &out, &mut exec, cc, &mut ex) {
+    if req.causal.is_some() {
+        if let Err(why) = causal_path(dump, &cd, &control, &out, &mut exec, req, &mut ex) {
             ex.warnings.push(format!("causal path not computed: {why}"));
         } else if !req.faulty.is_empty() {
             ex.score_causal_path(&req.faulty);
@@ -115,19 +119,20 @@ pub fn explain(
     Ok(ex)
 }
 
-/// Seed 004 in patch mode: the failing run against the nearest successful run, both re-run
-/// recording values.
+/// Seed 004: the failing run against a reference that passes, both re-run recording values.
+/// Regression mode when the request names a fixed version's dump, else patch mode (the
+/// nearest successful run).
 fn causal_path(
     dump: &Dump,
     cd: &ControlDeps,
     control: &crate::dump::Trace,
     out: &pathgen::Outcome,
     exec: &mut rerun::DumpExecutor,
-    config: &causal::Config,
+    req: &Request,
     ex: &mut Explanation,
 ) -> Result<(), String> {
-    let Some(found) = out.found else {
-        return Err("no successful run to compare with (seed 003 found none)".to_owned());
+    let (Some(config), Some((_, run))) = (&req.causal, &req.search) else {
+        return Ok(());
     };
     let mut names = values::interner();
     let record = serde_json::json!({ "record": true });
@@ -144,29 +149,71 @@ fn causal_path(
             control.steps.len()
         ));
     }
-    let p = exec
-        .valued_run(&out.found_forced, record, &mut names)?
-        .0
-        .filter(|p| !p.failed)
-        .ok_or("the nearest successful run, re-run recording values, did not pass")?;
-    let switched = out.candidates[found].forced.clone();
-    let mut rep = rerun::DumpReplayer::new(exec, out.found_forced.clone());
-    let walk = causal::causal_path(dump, cd, &f, &p, &switched, &mut rep, &mut names, config)?;
-    if rep.unpatched > 0 {
+    let id = &dump.manifest.tests[control.test].id;
+    let (walk, mode, reference, unpatched) = if let Some(dir) = &req.reference {
+        let rd = Dump::load(dir).map_err(|e| format!("the reference dump: {e}"))?;
+        let t = rd
+            .manifest
+            .tests
+            .iter()
+            .position(|t| &t.id == id)
+            .ok_or_else(|| format!("the reference dump {} has no test {id}", dir.display()))?;
+        let (mut pexec, _) =
+            rerun::DumpExecutor::start_test(&rd, t, run, crate::localize::cfx::CfxOutcome::Pass)
+                .map_err(|e| format!("the reference version: {e}"))?;
+        let p = pexec
+            .valued_run(&[], record, &mut names)?
+            .0
+            .filter(|p| !p.failed)
+            .ok_or("the reference version's run, recording values, did not pass")?;
+        let labels = versions::labels(dump, &versions::match_statements(dump, &rd));
+        let pcd = ControlDeps::compute(&rd);
+        let reference = causal::Reference {
+            dump: &rd,
+            cd: &pcd,
+            labels: Some(&labels),
+            switched: &[],
+        };
+        let mut rep = rerun::DumpReplayer::new(exec, Some(&mut pexec), Vec::new());
+        let walk =
+            causal::causal_path(dump, cd, (&f, &p), reference, &mut rep, &mut names, config)?;
+        let shown = vec![format!("the fixed version ({})", dir.display())];
+        (walk, "regression", shown, rep.unpatched)
+    } else {
+        let found = out
+            .found
+            .ok_or("no successful run to compare with (seed 003 found none; a fixed version's dump can be given with --reference)")?;
+        let p = exec
+            .valued_run(&out.found_forced, record, &mut names)?
+            .0
+            .filter(|p| !p.failed)
+            .ok_or("the nearest successful run, re-run recording values, did not pass")?;
+        let switched = out.candidates[found].forced.clone();
+        let reference = causal::Reference {
+            dump,
+            cd,
+            labels: None,
+            switched: &switched,
+        };
+        let mut rep = rerun::DumpReplayer::new(exec, None, out.found_forced.clone());
+        let walk =
+            causal::causal_path(dump, cd, (&f, &p), reference, &mut rep, &mut names, config)?;
+        let shown = switched
+            .iter()
+            .map(|&k| {
+                let st = &dump.stmts[control.steps[k as usize].stmt as usize];
+                format!("{}:{} switched", st.file, st.line)
+            })
+            .collect();
+        (walk, "patch", shown, rep.unpatched)
+    };
+    if unpatched > 0 {
         ex.warnings.push(format!(
-            "causal path: {} patched re-runs could not carry a value over or did not reach the \
-             patched step (counted as not inducing)",
-            rep.unpatched
+            "causal path: {unpatched} patched re-runs could not carry a value over or did not \
+             reach the patched step (counted as not inducing)"
         ));
     }
-    let reference = switched
-        .iter()
-        .map(|&k| {
-            let st = &dump.stmts[control.steps[k as usize].stmt as usize];
-            format!("{}:{}", st.file, st.line)
-        })
-        .collect();
-    ex.with_causal_path(dump, &f, &walk, reference, &names);
+    ex.with_causal_path(dump, &f, &walk, mode, reference, &names);
     Ok(())
 }
 

@@ -32,21 +32,34 @@ impl<'a> DumpExecutor<'a> {
     /// must fail; returns the executor and the control run's trace (the failing run `π_f` the
     /// forced runs are aligned with).
     pub fn start(dump: &'a Dump, trace: &Trace, o: &RunOptions) -> Result<(Self, Trace), String> {
+        Self::start_test(dump, trace.test, o, CfxOutcome::Fail)
+    }
+
+    /// Starts the runners for test `test` (an index of the dump's manifest) and makes its
+    /// control run, which must end with `expect` (a fixed version's test passes).
+    pub fn start_test(
+        dump: &'a Dump,
+        test: usize,
+        o: &RunOptions,
+        expect: CfxOutcome,
+    ) -> Result<(Self, Trace), String> {
+        let id = dump.manifest.tests[test].id.clone();
         let mut ex = DumpExecutor {
             dump,
             reruns: Reruns::new(dump, o)?,
-            test: trace.test,
-            trace: trace.id.clone(),
+            test,
+            trace: dump.manifest.tests[test].trace.clone().unwrap_or_default(),
             tmp: tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?,
             runs: 0,
             limit: Duration::ZERO,
         };
-        let id = &dump.manifest.tests[trace.test].id;
-        let limit = o.timeout.unwrap_or_else(|| Reruns::control_limit(dump, id));
+        let limit = o
+            .timeout
+            .unwrap_or_else(|| Reruns::control_limit(dump, &id));
         let (r, dir) = ex.rerun(&[], limit, true, None);
-        if r.outcome != CfxOutcome::Fail {
+        if r.outcome != expect {
             return Err(format!(
-                "the control run of {id} (re-run alone, nothing forced) did not fail: {:?}, {}",
+                "the control run of {id} (re-run alone, nothing forced) ended {:?}, not {expect:?}: {}",
                 r.outcome, r.detail
             ));
         }
@@ -196,23 +209,30 @@ impl Executor for DumpExecutor<'_> {
     }
 }
 
-/// Seed 004's Induction through re-runs: the reference is the failing test with `reference`
-/// forced; a variable's failing value is carried over as the front-end's pickle, captured by a
-/// re-run of the failing test (nothing forced) at the failing step.
-pub struct DumpReplayer<'e, 'a> {
-    pub exec: &'e mut DumpExecutor<'a>,
-    pub reference: Vec<Forced>,
+/// Seed 004's Induction through re-runs. Patch mode: the reference is the failing test with
+/// `forced` switched. Regression mode: it is the fixed version's run of the test (`reference`,
+/// nothing forced). A variable's failing value is carried over as the front-end's pickle,
+/// captured by a re-run of the failing test (nothing forced) at the failing step.
+pub struct DumpReplayer<'e, 'a, 'b> {
+    failing: &'e mut DumpExecutor<'a>,
+    reference: Option<&'e mut DumpExecutor<'b>>,
+    forced: Vec<Forced>,
     /// Per failing step, the captured values by name (`None`: not capturable).
     captured: HashMap<u32, HashMap<String, Option<String>>>,
     /// Runs whose patch did not take (the step was not reached or a value not carried).
     pub unpatched: usize,
 }
 
-impl<'e, 'a> DumpReplayer<'e, 'a> {
-    pub fn new(exec: &'e mut DumpExecutor<'a>, reference: Vec<Forced>) -> Self {
+impl<'e, 'a, 'b> DumpReplayer<'e, 'a, 'b> {
+    pub fn new(
+        failing: &'e mut DumpExecutor<'a>,
+        reference: Option<&'e mut DumpExecutor<'b>>,
+        forced: Vec<Forced>,
+    ) -> Self {
         DumpReplayer {
-            exec,
+            failing,
             reference,
+            forced,
             captured: HashMap::new(),
             unpatched: 0,
         }
@@ -224,22 +244,27 @@ impl<'e, 'a> DumpReplayer<'e, 'a> {
         let missing: Vec<&String> = vars.iter().filter(|v| !have.contains_key(*v)).collect();
         if !missing.is_empty() {
             let req = serde_json::json!({ "capture": { f0.to_string(): missing } });
-            let (r, dir) = self.exec.valued(&[], req);
+            let (r, dir) = self.failing.valued(&[], req);
             let got = read_capture(&dir.join("capture.json"), f0);
-            let have = self.captured.entry(f0).or_default();
-            for v in missing {
-                let value = got.as_ref().and_then(|m| m.get(v).cloned().flatten());
-                have.insert(v.clone(), value);
-            }
             if got.is_none() && r.outcome != CfxOutcome::Fail {
                 return Err(format!(
                     "the capture run of the failing test did not fail: {:?}, {}",
                     r.outcome, r.detail
                 ));
             }
+            let have = self.captured.entry(f0).or_default();
+            for v in missing {
+                let value = got.as_ref().and_then(|m| m.get(v).cloned().flatten());
+                have.insert(v.clone(), value);
+            }
         }
         let have = &self.captured[&f0];
         Ok(vars.iter().map(|v| have[v].clone()).collect())
+    }
+
+    /// Re-runs made for the reference side (0 in patch mode: they count as the failing test's).
+    pub fn reference_runs(&self) -> usize {
+        self.reference.as_ref().map_or(0, |r| r.runs())
     }
 }
 
@@ -250,7 +275,7 @@ fn read_capture(path: &std::path::Path, step: u32) -> Option<HashMap<String, Opt
     all.get(&step.to_string()).cloned()
 }
 
-impl Replayer for DumpReplayer<'_, '_> {
+impl Replayer for DumpReplayer<'_, '_, '_> {
     fn induce(
         &mut self,
         f0: u32,
@@ -269,8 +294,11 @@ impl Replayer for DumpReplayer<'_, '_> {
             patch.insert(v.clone(), serde_json::Value::String(p));
         }
         let req = serde_json::json!({ "record": true, "patch": { p0.to_string(): patch } });
-        let reference = self.reference.clone();
-        let (run, r) = self.exec.valued_run(&reference, req, names)?;
+        let forced = self.forced.clone();
+        let (run, r) = match self.reference.as_deref_mut() {
+            Some(exec) => exec.valued_run(&forced, req, names)?,
+            None => self.failing.valued_run(&forced, req, names)?,
+        };
         if !r
             .patched
             .as_ref()

@@ -97,6 +97,9 @@ pub struct PythonTraceOptions {
     pub import_time: bool,
     /// Print progress lines on stderr (when it is a terminal).
     pub progress: bool,
+    /// A dump in which every test passes is no error (a fixed version's dump, the reference of
+    /// `explain --reference`).
+    pub passing_ok: bool,
 }
 
 impl PythonTraceOptions {
@@ -118,6 +121,7 @@ impl PythonTraceOptions {
                 && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
             import_time: std::env::var("PROSECUTOR_SETUP").is_ok_and(|v| v.trim() == "1"),
             progress: false,
+            passing_ok: false,
         }
     }
 }
@@ -285,7 +289,7 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     }
     let output = run_command(opts, &cwd, &src, &out, &pkg, &status_path, &env);
     let _ = std::fs::remove_file(&plain_path);
-    finish(output?, out, &status_path, plain_run)
+    finish(output?, out, &status_path, plain_run, opts.passing_ok)
 }
 
 /// The plain pre-run alongside the traced run: both processes start at once. The plain run
@@ -366,7 +370,7 @@ fn trace_with_plain_alongside(
         }
         Err(_) => None,
     };
-    finish(output?, out.to_path_buf(), status_path, plain_run)
+    finish(output?, out.to_path_buf(), status_path, plain_run, false)
 }
 
 /// The traced run's result: its status file, read into a summary (or the error it reports).
@@ -375,6 +379,7 @@ fn finish(
     out: PathBuf,
     status_path: &Path,
     plain_run: Option<PlainRun>,
+    passing_ok: bool,
 ) -> Result<TraceSummary, FrontendError> {
     let status = match output.status.code() {
         Some(c) => c.to_string(),
@@ -417,7 +422,7 @@ fn finish(
     if tests == 0 {
         return Err(FrontendError::NoTests { status, detail });
     }
-    if failing == 0 {
+    if failing == 0 && !passing_ok {
         return Err(FrontendError::NoFailingTest { passing });
     }
     Ok(TraceSummary {

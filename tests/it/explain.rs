@@ -238,3 +238,127 @@ fn explain_json_snapshot() {
         serde_json::to_string_pretty(&rounded(&v)).unwrap()
     );
 }
+
+/// fixtures/explain/listsum (seed 004's Fig. 2 in Python) copied and traced once: the faulty
+/// version (`src/`) and the fixed one (`fixed/`, the tests run with `--fixed`).
+fn listsum() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
+    static TRACED: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
+    TRACED.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("listsum");
+        copy_dir(&root().join("fixtures/explain/listsum"), &project);
+        let (faulty, fixed) = (tmp.path().join("faulty"), tmp.path().join("fixed"));
+        let out = trace_python(&project, &faulty).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = bin()
+            .current_dir(&project)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .args(["trace", "--passing-ok", "--src", "fixed", "--out"])
+            .arg(&fixed)
+            .args([
+                "--",
+                "python3",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ])
+            .args(["tests", "--fixed"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (tmp, faulty, fixed)
+    })
+}
+
+/// `explain` of listsum's failing test, JSON.
+fn explain_listsum(args: &[&str]) -> Value {
+    let (_, dump, _) = listsum();
+    let out = bin()
+        .arg("explain")
+        .arg(dump)
+        .args(["--no-cfx", "--format", "json", "--faulty", "listsum.py:15"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The causal path's lines, and what each step says.
+fn causal_steps(v: &Value) -> (Vec<u64>, Vec<String>) {
+    let steps = v["causal_path"].as_array().unwrap();
+    (
+        steps.iter().map(|s| s["line"].as_u64().unwrap()).collect(),
+        steps
+            .iter()
+            .map(|s| s["what"].as_str().unwrap().to_owned())
+            .collect(),
+    )
+}
+
+// listsum.py: `s = s + p.val` (13), `x = p is not None and p.val >= 2` (15, the fault),
+// `if x:` (16), `p = p.next` (17): spec §5's E, B, C and D.
+
+#[test]
+fn causal_path_regression_mode_is_b_d_e_and_reaches_the_fault() {
+    let (_, _, fixed) = listsum();
+    let v = explain_listsum(&["--reference", fixed.to_str().unwrap()]);
+    let c = &v["causal"];
+    assert_eq!(c["mode"], "regression", "{c}");
+    let (lines, says) = causal_steps(&v);
+    assert_eq!(lines, [15, 17, 13], "{says:?}");
+    assert_eq!(says[0], "At 15, x is given True");
+    assert_eq!(says[2], "At 13, s is given 4");
+    assert!(
+        says[1].starts_with("At 17, p is given Node("),
+        "{}",
+        says[1]
+    );
+    assert_eq!(c["reaches_fault"], true);
+    assert_eq!(c["complete"], true, "{c}");
+    assert!(c["ended"].as_str().unwrap().contains("line 15"), "{c}");
+}
+
+#[test]
+fn causal_path_patch_mode_is_d_e_headed_by_the_switched_if() {
+    let v = explain_listsum(&[]);
+    let c = &v["causal"];
+    assert_eq!(c["mode"], "patch", "{c}");
+    let (lines, says) = causal_steps(&v);
+    assert_eq!(lines, [16, 17, 13], "{says:?}");
+    assert_eq!(says[0], "At 16, (if x:) is true");
+    assert_eq!(c["reaches_fault"], false);
+    assert!(
+        c["ended"].as_str().unwrap().contains("no value differs"),
+        "{c}"
+    );
+}
+
+#[test]
+fn causal_path_without_fast_passes_is_the_same() {
+    let (_, _, fixed) = listsum();
+    let fast = explain_listsum(&["--reference", fixed.to_str().unwrap()]);
+    let slow = explain_listsum(&["--reference", fixed.to_str().unwrap(), "--no-fast-passes"]);
+    assert_eq!(causal_steps(&fast), causal_steps(&slow));
+    let runs = |v: &Value| v["causal"]["runs"].as_u64().unwrap();
+    assert!(
+        runs(&slow) > runs(&fast),
+        "{} vs {}",
+        runs(&slow),
+        runs(&fast)
+    );
+}
