@@ -35,6 +35,10 @@ try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
     _heap = None
+try:
+    from . import values as _values
+except ImportError:  # (as heap.py)
+    _values = None
 from . import static_facts as sf
 
 _MISSING = object()
@@ -165,7 +169,8 @@ class TestTimeout(BaseException):
 
 class FrameRec:
     __slots__ = ("fid", "method", "pyframe", "call_step", "last_step", "node", "prev", "off",
-                 "pending", "posmap", "binds", "exc", "chained")
+                 "pending", "posmap", "binds", "exc", "chained",
+                 "vals")       # values.Recorder: the encodings of the previous step (set by it)
 
     def __init__(self, method, pyframe, call_step, posmap):
         self.fid = None
@@ -404,6 +409,11 @@ class Tracer:
         self._report_kind = {}       # code object -> 0 (no), 1 (report code), 2 (depends on line)
         self._report_lines = None    # report regions of unittest.case
         self.heap = None             # heap.HeapRecorder of the current test (heap.facts)
+        # a re-run given `values` (record / capture / patch): (values, offset) for the next
+        # start() (offset: what the record's step 0 is in the written trace, None: unknown),
+        # and the values.Recorder of the current record
+        self.values_cfg = None
+        self.values = None
         # The setup recording (import-time code, before the first test): see start_setup.
         self.setup_mode = False
         self.setup_rec = None
@@ -485,6 +495,9 @@ class Tracer:
         self.heap = (_heap.HeapRecorder(self.setup_mutated)
                      if _heap is not None and _heap.ENABLED and record_steps
                      and self.force is None and not cover_only else None)
+        vc = self.values_cfg
+        self.values = (_values.Recorder(self, self.cur, vc[0], vc[1])
+                       if vc is not None and _values is not None and record_steps and not cover_only else None)
         self.root_code = root_code
         # code objects that may still begin a root frame (each once): the test function, its
         # setUp and tearDown (None: any test-code frame, once)
@@ -517,8 +530,10 @@ class Tracer:
         rec = self.cur
         self._lite_codes.clear()
         hp, self.heap = self.heap, None
+        vr, self.values = self.values, None
         if rec is not None:
             rec.heap = hp.finish(self.errors) if hp is not None else []
+            rec.values = vr
             if rec.cover_only:
                 self.step_cap = self._full_cap
         self.active = False
@@ -855,6 +870,8 @@ class Tracer:
                                             tracer.heap.step(rec, idx, nid, frame)
                                         except Exception:   # RecursionError at the limit: no rows
                                             pass
+                                    if tracer.values is not None:
+                                        tracer.values.step(rec, idx, frame)
                                 else:
                                     cur.truncated = True
                                     rec.last_step = None
@@ -1039,6 +1056,9 @@ class Tracer:
                 self.heap.step(rec, idx, nid, rec.pyframe)
             except Exception:   # RecursionError at the limit: no rows
                 pass
+        if self.values is not None:
+            # (also from a condition wrapper (on_branch), which is no trace function)
+            self.values.step(rec, idx, rec.pyframe)
         return idx
 
     # ------------------------------------------------------------ wrappers
