@@ -13,7 +13,10 @@ evaluation of S.  The result is written to F as JSON:
 With ``--stmt '' --occurrence 0``, PROSECUTOR_FORCE (JSON ``[[stmt, occurrence, to], ...]``)
 forces a set of branch instances instead (the result gains ``"forced"``), and
 PROSECUTOR_EVENTS (a directory) makes the re-run write its trace there (the result gains
-``"truncated"``); docs/trace-format.md "Forcing a set of branch instances".
+``"truncated"``); docs/trace-format.md "Forcing a set of branch instances".  With events,
+PROSECUTOR_VALUES (JSON ``{"record": true, "capture": {...}, "patch": {...}}``) records the
+locals every step sees, pickles some at a step and sets some at a step (the result gains
+``"patched"``); docs/trace-format.md "Values, capture and patch".
 
 ``--serve`` is the warm runner: the test command is started once (same cwd and environment,
 the plugin in serve mode), imports and collects once, and then answers requests read as JSON
@@ -92,6 +95,63 @@ def check_force(force, stmt="", occurrence=0):
     return None
 
 
+VALUES_KEYS = ("record", "capture", "patch")
+
+
+def read_values(raw, events):
+    """(the `values` object, None) from PROSECUTOR_VALUES's text `raw` (None when none is
+    given), or (None, why it is unusable) (see check_values); `events`: PROSECUTOR_EVENTS."""
+    if not raw:
+        return None, None
+    try:
+        values = json.loads(raw)
+    except ValueError as e:
+        return None, f"rerun config error: PROSECUTOR_VALUES is not JSON: {e}"
+    err = check_values(values, events)
+    return (None, err) if err else (values, None)
+
+
+def check_values(values, events):
+    """Why `values` (parsed JSON) is no `values` object a re-run writing its events to `events`
+    can take (docs/trace-format.md "Values, capture and patch"), or None."""
+    import base64
+    import binascii
+    if not isinstance(values, dict):
+        return "rerun config error: values must be a JSON object {\"record\", \"capture\", \"patch\"}"
+    bad = sorted(k for k in values if k not in VALUES_KEYS)
+    if bad:
+        return f"rerun config error: unknown values key {bad[0]!r} (known: record, capture, patch)"
+    if not events:
+        return "rerun config error: values go with events only (PROSECUTOR_EVENTS / \"events\")"
+    if "record" in values and not isinstance(values["record"], bool):
+        return "rerun config error: values.record must be true or false"
+    for key in ("capture", "patch"):
+        if key not in values:
+            continue
+        m = values[key]
+        if not isinstance(m, dict):
+            return f"rerun config error: values.{key} must be an object {{\"STEP\": ...}}"
+        for step, what in m.items():
+            if not (step.isascii() and step.isdigit()) or (len(step) > 1 and step[0] == "0"):
+                return f"rerun config error: values.{key}: {step!r} is no step (a decimal number)"
+            if key == "capture":
+                if not (isinstance(what, list) and all(isinstance(v, str) and v.isidentifier() for v in what)):
+                    return f"rerun config error: values.capture[{step!r}] must be a list of variable names"
+                continue
+            if not isinstance(what, dict):
+                return f"rerun config error: values.patch[{step!r}] must be an object {{\"var\": \"base64\"}}"
+            for var, b64 in what.items():
+                if not var.isidentifier():
+                    return f"rerun config error: values.patch[{step!r}]: {var!r} is no variable name"
+                try:
+                    if not isinstance(b64, str):
+                        raise ValueError
+                    base64.b64decode(b64, validate=True)
+                except (ValueError, binascii.Error):
+                    return f"rerun config error: values.patch[{step!r}][{var!r}] is not base64"
+    return None
+
+
 def session_env(a, cfg, src):
     """The environment of a re-run's test session: the caller's, with the traced run's recorded
     variables restored, the tracer's package on PYTHONPATH and the plugin in PYTEST_ADDOPTS."""
@@ -143,6 +203,8 @@ def main(argv=None):
         # (an empty --stmt with --occurrence 0 is a control run: the test re-run, nothing flipped)
         return _fail(a, "rerun config error: --occurrence must be >= 1")
     _, err = read_force(os.environ.get("PROSECUTOR_FORCE"), a.stmt, a.occurrence)
+    if err is None:
+        _, err = read_values(os.environ.get("PROSECUTOR_VALUES"), os.environ.get("PROSECUTOR_EVENTS"))
     if err is not None:
         return _fail(a, err)
     return flip(a, cfg, src, cwd, command)

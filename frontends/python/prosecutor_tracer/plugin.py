@@ -31,7 +31,7 @@ from . import VERSION
 from . import code_profile
 from . import instrument
 from . import static_facts as sf
-from .flip import read_force
+from .flip import read_force, read_values
 try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
@@ -149,11 +149,16 @@ class State:
         self.instances = []          # a re-run's forced instances: (stmt, occurrence, outcome or None)
         self.force_list = None       # its forced set as given (PROSECUTOR_FORCE), None: a flip
         self.events = None           # where it writes its trace (PROSECUTOR_EVENTS), None: nowhere
-        self.rerun_error = None      # why PROSECUTOR_FORCE is unusable
+        self.values = None           # what it records, captures, patches (PROSECUTOR_VALUES)
+        self.setup_view = None       # _Setup of the setup recording (_events_prefix)
+        self.rerun_error = None      # why PROSECUTOR_FORCE / PROSECUTOR_VALUES is unusable
         if mode == "flip":
             stmt, occ = os.environ.get("PROSECUTOR_FLIP_STMT", ""), _env_int("PROSECUTOR_FLIP_OCC", 1)
+            events = os.environ.get("PROSECUTOR_EVENTS")
             force, self.rerun_error = read_force(os.environ.get("PROSECUTOR_FORCE"), stmt, occ)
-            _set_rerun(self, stmt, occ, force, os.environ.get("PROSECUTOR_EVENTS"))
+            values, err = read_values(os.environ.get("PROSECUTOR_VALUES"), events)
+            self.rerun_error = self.rerun_error or err
+            _set_rerun(self, stmt, occ, force, events, values)
         self.tests = []           # dicts in run order
         self.by_id = {}
         self.running = None       # node id of the test whose call phase is running
@@ -996,6 +1001,10 @@ def pytest_runtest_call(item):
     st.limit_pending = (item.nodeid if st.mode == "trace" and st.plain_pending and st.cur_timeout > 0
                         and item.nodeid not in st.plain else None)
     t0 = st.call_t0 = time.monotonic()
+    if st.values is not None and st.mode == "flip":
+        # the test's step i is step i + offset of the trace the re-run writes: capture and
+        # patch steps are numbered so (checked when the trace is written, _flip_result)
+        st.tracer.values_cfg = (st.values, _events_prefix(st, item))
     try:
         with _running(st, item, st.cur_timeout, _alarm):
             st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item), cover_only=cover_only,
@@ -1135,6 +1144,7 @@ def pytest_runtest_makereport(item, call):
         t["edges"] = sorted(rec.edges)
         if st.events and rec.record_steps:
             t["run"] = (rec.steps_node, rec.steps_frame, rec.frames, rec.branch, rec.binds)
+            t["values"] = getattr(rec, "values", None)
         if st.mode == "trace" and rec.nsteps:
             spill = st.spill
             if spill is None:
@@ -1356,7 +1366,7 @@ def _serve_child(st, session, req):
     fp = st.serve_tests.get(test)
     keep = _setup_keep(fp)
     counted = _resume_setup(st, keep)
-    _set_rerun(st, stmt, occ, req.get("force"), req.get("events"))
+    _set_rerun(st, stmt, occ, req.get("force"), req.get("events"), req.get("values"))
     if any(n <= counted.get(nid, 0) for (nid, n, _) in st.instances) or (st.events and keep):
         # an instance the session evaluated before the fork, or a trace that begins with setup
         # segments (the session recorded no steps of them)
@@ -1397,10 +1407,11 @@ def _resume_setup(st, keep):
     return counted
 
 
-def _set_rerun(st, stmt, occ, force, events):
+def _set_rerun(st, stmt, occ, force, events, values=None):
     """What a re-run forces: the set `force` ([[stmt, occurrence, to], ...], checked), or else
     the flip of evaluation `occ` of `stmt` (a set of one whose outcome is the opposite of the
-    natural one), or nothing (`stmt` empty); and where it writes its trace (`events`)."""
+    natural one), or nothing (`stmt` empty); where it writes its trace (`events`); and what it
+    records, captures and patches (`values`, checked; with events only)."""
     st.force_list = force
     st.instances = ([tuple(x) for x in force] if force is not None
                     else [(stmt, occ, None)] if stmt else [])
@@ -1408,6 +1419,28 @@ def _set_rerun(st, stmt, occ, force, events):
     for (nid, n, to) in st.instances:
         st.tracer.force.setdefault(nid, {})[n] = to
     st.events = events or None
+    st.values = values if st.events and isinstance(values, dict) else None
+    # the setup recording (import-time code, before the test) records values, renumbered when
+    # the trace is written (_value_rows); it captures and patches nothing
+    st.tracer.values_cfg = (st.values, None) if st.values is not None and st.values.get("record") else None
+
+
+def _events_prefix(st, item):
+    """How many steps the re-run's trace will have before the test's own (as _trace_rows puts
+    them): the synthetic root and the setup segments, or the synthetic root alone when a
+    unittest setUp / tearDown of traced code runs around the test, or none."""
+    setup = _setup_view(st)
+    if setup is not None and setup.segments:
+        return len(setup.prefix(setup.segments)[0])
+    roots = [co for co in _unittest_roots(item) if st.tracer.method_of(co) is not None]
+    return 2 if roots else 0
+
+
+def _setup_view(st):
+    """The setup recording as the re-run's trace holds it (_Setup), or None."""
+    if st.setup_view is None and st.setup is not None and st.setup.record_steps and st.setup.steps_node:
+        st.setup_view = _Setup(st.setup, st.reg)
+    return st.setup_view
 
 
 def _cold_flip(test, req):
@@ -1419,7 +1452,8 @@ def _cold_flip(test, req):
     fd, out = tempfile.mkstemp(prefix="prosecutor-flip-", suffix=".json")
     os.close(fd)
     args = json.loads(os.environ.get("PROSECUTOR_SERVE_ARGS") or "[]")
-    for key, var in (("force", "PROSECUTOR_FORCE"), ("events", "PROSECUTOR_EVENTS")):
+    for key, var in (("force", "PROSECUTOR_FORCE"), ("events", "PROSECUTOR_EVENTS"),
+                     ("values", "PROSECUTOR_VALUES")):
         if key in req:
             os.environ[var] = req[key] if key == "events" else json.dumps(req[key])
         else:
@@ -1492,9 +1526,29 @@ def _flip_result(st):
         reached = st.tracer.reached
         res["forced"] = [{"stmt": nid, "occurrence": n, "to": to, "reached": (nid, n) in reached,
                           "was": reached.get((nid, n))} for (nid, n, to) in st.instances]
+    off = None
     if st.events:
-        res["truncated"] = bool(why is None and _write_events(st, t))
+        truncated, off = _write_events(st, t) if why is None else (False, None)
+        res["truncated"] = bool(truncated)
+    if st.values is not None:
+        _values_result(st, t, off, res)
     return res
+
+
+def _values_result(st, t, off, res):
+    """The result keys of a re-run given `values`: `patched` (the steps patched, numbered as
+    the trace written), `patch_errors`; a crash when the trace's prefix is not what the steps
+    were numbered by when the test began (_events_prefix)."""
+    vr = t.get("values") if t is not None else None
+    base = vr.offset if vr is not None else 0
+    if "patch" in st.values:
+        res["patched"] = sorted(i + base for i in vr.patched) if vr is not None else []
+    if vr is not None and vr.patch_errors:
+        res["patch_errors"] = [f"{i + base} {var}: {why}" for (i, var, why) in vr.patch_errors]
+    if vr is not None and off is not None and off != vr.offset and (st.values.get("capture") or st.values.get("patch")):
+        res.update(outcome="crash", flipped=False,
+                   detail=f"values: the trace begins with {off} steps before the test's own, not the "
+                          f"{vr.offset} its capture / patch steps were numbered by when it began")
 
 
 def _not_run(st, t):
@@ -1551,21 +1605,93 @@ RUN_TRACE = "r"      # the trace id of a re-run's events
 
 def _write_events(st, t):
     """Writes the re-run's trace into st.events as the dump writes a test's trace (frame, step
-    and branch facts, trace id RUN_TRACE; each file complete or absent, step.facts last);
-    returns whether the trace hit the step cap."""
-    setup = None
-    if st.setup is not None and st.setup.record_steps and st.setup.steps_node:
-        setup = _Setup(st.setup, st.reg)     # (only the segments this test's trace holds ran counted)
+    and branch facts, trace id RUN_TRACE), with values.facts and capture.json when `values`
+    asks for them; each file complete or absent, step.facts last.  Returns (whether the trace
+    hit the step cap, how many steps it has before the test's own)."""
+    # (only the segments this test's trace holds ran counted)
+    setup = _Setup(st.setup, st.reg) if st.setup is not None and st.setup.record_steps and st.setup.steps_node else None
     segs = setup.segments if setup is not None else []
     run = t.get("run") or ([], [], [], {}, [])
-    _, _, (nodes, frames_of, frames, branch, _, _) = _trace_rows(st, setup, segs, t, run)
-    os.makedirs(st.events, exist_ok=True)
-    w = {n: _Facts(st.events, f".{n}.facts.tmp") for n in ("frame", "branch", "step")}
+    segs, off, (nodes, frames_of, frames, branch, _, _) = _trace_rows(st, setup, segs, t, run)
+    d = st.events
+    os.makedirs(d, exist_ok=True)
+    names = ["frame", "branch", "step"]
+    w = {n: _Facts(d, f".{n}.facts.tmp") for n in names}
     _write_trace(w, RUN_TRACE, nodes, frames_of, frames, branch)
-    for n, f in w.items():
+    for f in w.values():
         f.close()
-        os.replace(os.path.join(st.events, f".{n}.facts.tmp"), os.path.join(st.events, f"{n}.facts"))
-    return bool(t.get("truncated"))
+    files = [f"{n}.facts" for n in names]
+    vals = st.values or {}
+    extra = []
+    if vals.get("record"):
+        _write_values(os.path.join(d, ".values.facts.tmp"), _value_rows(st, setup, segs, off, t))
+        extra.append("values.facts")
+    if "capture" in vals:
+        vr = t.get("values")
+        cap = {} if vr is None else {str(i + off): got for i, got in sorted(vr.captured.items())}
+        with open(os.path.join(d, ".capture.json.tmp"), "w", encoding="utf-8") as fh:
+            json.dump(cap, fh)
+        extra.append("capture.json")
+    for name in ("values.facts", "capture.json"):
+        if name not in extra:
+            try:
+                os.remove(os.path.join(d, name))      # (an earlier run's, in a reused directory)
+            except OSError:
+                pass
+    for name in files[:-1] + extra + files[-1:]:
+        os.replace(os.path.join(d, "." + name + ".tmp"), os.path.join(d, name))
+    return bool(t.get("truncated")), off
+
+
+def _write_values(path, rows):
+    with open(path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
+        for lo in range(0, len(rows), 65536):
+            fh.write("".join([f"{i}\t{var}\t{s}\n" for (i, var, s) in rows[lo:lo + 65536]]))
+
+
+def _value_rows(st, setup, segs, off, t):
+    """The rows of values.facts, (step, var, encoding) sorted, numbered as the trace written:
+    the test's steps shifted by the prefix `off`; the setup recording's steps renumbered as
+    the prefix holds them (_Setup.prefix), those of a left-out inert statement merged into its
+    frame's next step that is kept (a statement's changes show at the next step)."""
+    out = []
+    vr = t.get("values")
+    if vr is not None:
+        out = [(i + off, var, s) for (i, var, s) in vr.rows]
+    svr = getattr(st.setup, "values", None) if segs else None
+    if svr is not None and svr.rows:
+        by_step = {}
+        for (i, var, s) in svr.rows:
+            by_step.setdefault(i, {})[var] = s
+        import bisect
+        starts = [g.s0 for g in segs]
+        soffs = []
+        pos = 1                          # (step 0 is the synthetic root's)
+        for g in segs:
+            soffs.append(pos - g.s0)
+            pos += g.s1 - g.s0
+        keep, newi, frame_of = setup.keep, setup.newi, setup.src_steps_frame
+        pending = {}
+        for i in range(len(keep)):
+            r = by_step.get(i)
+            if not keep[i]:
+                if r:
+                    pending.setdefault(frame_of[i], {}).update(r)
+                continue
+            p = pending.pop(frame_of[i], None) if pending else None
+            if not r and not p:
+                continue
+            if p:
+                p.update(r or {})
+                r = p
+            c = newi[i]
+            j = bisect.bisect_right(starts, c) - 1
+            if j < 0 or c >= segs[j].s1:
+                continue                 # (a segment the trace does not hold)
+            w = c + soffs[j]
+            out.extend((w, var, s) for var, s in r.items())
+    out.sort()
+    return out
 
 
 # ---------------------------------------------------------------- dump writer
@@ -1821,6 +1947,8 @@ class _Setup:
             if used[fid]:
                 c += 1
         newf[len(rec.frames)] = c
+        # (the values of a re-run: _value_rows)
+        self.keep, self.newi, self.src_steps_frame = keep, newi, rec.steps_frame
         cr = _types.SimpleNamespace()
         cr.steps_node = [rec.steps_node[i] for i in range(n) if keep[i]]
         cr.steps_frame = [newf[rec.steps_frame[i]] for i in range(n) if keep[i]]

@@ -3,7 +3,8 @@
 The test session (pytest with the plugin in serve mode) imports and collects once, then calls
 `serve`.  Requests come as JSON lines on `proto_in`,
 ``{"id": .., "test": .., "stmt": .., "occurrence": .., "timeout_s": ..}`` (optionally ``"force"``,
-a forced set, and ``"events"``, where to write the run's trace); each runs in a child
+a forced set, ``"events"``, where to write the run's trace, and ``"values"``, what to record,
+capture and patch with it); each runs in a child
 forked from the session.  In the session `serve` returns None when the requests end; in a child
 it returns a `Task` (the request), so that the caller runs the request at its own stack depth
 (the test then has the recursion depth it has in a flip re-run, where pytest's runtestloop calls
@@ -106,7 +107,12 @@ def check_request(req):
         return "bad request: \"events\" must be a directory path"
     if "force" in req:
         from .flip import check_force
-        return check_force(req["force"], stmt, occ)
+        why = check_force(req["force"], stmt, occ)
+        if why is not None:
+            return why
+    if "values" in req:
+        from .flip import check_values
+        return check_values(req["values"], req.get("events"))
     return None
 
 
