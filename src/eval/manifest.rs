@@ -12,11 +12,17 @@
 //! kind = "wrong variable"          # optional, free text
 //! timeout = 10                     # optional: per-test time limit when tracing, in seconds
 //! language = "python"              # optional: "python" (the default) or "java"
-//! reference_src = "fixed/leftpad.py"  # optional, Python: the fixed version's code and the
-//! reference_test = ["python3", "-m", "pytest", "-q", "tests", "--fixed"]  # command testing it;
-//!                                  # `eval` ignores both, scripts/explain_eval.py --regression
-//!                                  # traces them as `explain --reference` (docs/explain.md)
+//! reference_src = "fixed/leftpad.py"  # optional, Python: the fixed version's code (relative
+//! reference_test = ["python3", "-m", "pytest", "-q", "tests", "--fixed"]  # to dir, a file or a
+//!                                  # directory as `src`) and the command testing it, run in dir
 //! ```
+//!
+//! `reference_src` and `reference_test` come together, on a Python case with a `dir`. Only
+//! `eval --explain` uses them: it traces the fixed version as `trace --passing-ok` does into
+//! `OUT/reference/<name>` and gives that dump to `explain` as its `--reference` (seed 004's
+//! regression mode, docs/explain.md); scripts/explain_eval.py --regression does the same. Whether
+//! `reference_src` exists is checked then, and only then: a missing fixed version is an error of
+//! the case's explanation, not of its rankings.
 //!
 //! A Java case (`language = "java"`) is traced with the JVM front-end (`trace --java`): `dir` is
 //! the project root (the working directory of the run; the dump's file paths are relative to
@@ -94,11 +100,11 @@ struct RawCase {
     jvm_args: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     failing: Option<Spanned<Vec<String>>>,
-    /// The fixed version (explain's regression mode, scripts/explain_eval.py): not used here.
-    #[serde(default, rename = "reference_src")]
-    _reference_src: Option<String>,
-    #[serde(default, rename = "reference_test")]
-    _reference_test: Option<Vec<String>>,
+    /// The fixed version and its test command (`eval --explain`: seed 004's regression mode).
+    #[serde(default)]
+    reference_src: Option<Spanned<String>>,
+    #[serde(default)]
+    reference_test: Option<Spanned<Vec<String>>>,
 }
 
 /// The language of a case: which front-end traces it.
@@ -141,6 +147,9 @@ pub struct CaseEntry {
     pub language: Language,
     /// Where a Java case's classes are (default, all empty, for a Python case).
     pub java: JavaEntry,
+    /// The fixed version's code (relative to `dir`) and its test command (both or neither).
+    pub reference_src: Option<String>,
+    pub reference_test: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -229,6 +238,51 @@ impl EvalManifest {
                     ));
                 }
             }
+            let (reference_src, reference_test) = match (c.reference_src, c.reference_test) {
+                (None, None) => (None, None),
+                (Some(s), Some(t)) => {
+                    let at = |span: std::ops::Range<usize>, msg: &str| {
+                        Err(format!(
+                            "{}:{}: case {name:?}: {msg}",
+                            path.display(),
+                            line_at(text, span.start)
+                        ))
+                    };
+                    if language != Language::Python {
+                        return at(
+                            s.span(),
+                            "`reference_src` and `reference_test` are keys of Python cases",
+                        );
+                    }
+                    if c.dir.is_none() {
+                        return at(
+                            s.span(),
+                            "`reference_src` needs `dir` (it is relative to dir, where \
+                                 `reference_test` runs)",
+                        );
+                    }
+                    if t.get_ref().is_empty() {
+                        return at(t.span(), "`reference_test` is an empty command");
+                    }
+                    (Some(s.into_inner()), Some(t.into_inner()))
+                }
+                (Some(s), None) => {
+                    return Err(format!(
+                        "{}:{}: case {name:?}: `reference_src` needs `reference_test` (the \
+                             command that tests the fixed version)",
+                        path.display(),
+                        line_at(text, s.span().start)
+                    ))
+                }
+                (None, Some(t)) => {
+                    return Err(format!(
+                        "{}:{}: case {name:?}: `reference_test` needs `reference_src` (the \
+                             fixed version's code)",
+                        path.display(),
+                        line_at(text, t.span().start)
+                    ))
+                }
+            };
             cases.push(CaseEntry {
                 name,
                 line,
@@ -253,6 +307,8 @@ impl EvalManifest {
                     jvm_args: c.jvm_args.map(Spanned::into_inner).unwrap_or_default(),
                     failing: c.failing.map(Spanned::into_inner).unwrap_or_default(),
                 },
+                reference_src,
+                reference_test,
             });
         }
         if cases.is_empty() {
@@ -314,6 +370,33 @@ pub struct Case {
     pub fault: Vec<FaultyLines>,
     /// When `src` is one file: its name (rankings are restricted to it).
     pub only_file: Option<String>,
+    /// The fixed version (`reference_src`, `reference_test`; Python cases only).
+    pub reference: Option<Reference>,
+}
+
+/// A case's fixed version: what `eval --explain` traces as the reference of seed 004's
+/// regression mode (as `trace --passing-ok --src SRC -- TEST` run in `dir`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// Where the command runs: the case's `dir`.
+    pub dir: PathBuf,
+    /// `reference_src` resolved against `dir` (a file or a directory; not checked to exist).
+    pub src: PathBuf,
+    pub test: Vec<String>,
+}
+
+impl Reference {
+    /// The code under analysis: `src`, or its folder when it is a file (as a case's `src`).
+    pub fn src_dir(&self) -> PathBuf {
+        if self.src.is_file() {
+            self.src
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| self.dir.clone())
+        } else {
+            self.src.clone()
+        }
+    }
 }
 
 fn resolve_path(base: &Path, p: &str) -> PathBuf {
@@ -540,12 +623,21 @@ impl CaseEntry {
             }
             fault.push(f);
         }
+        let reference = match (&dir, &self.reference_src, &self.reference_test) {
+            (Some(d), Some(s), Some(t)) => Some(Reference {
+                dir: d.clone(),
+                src: resolve_path(d, s),
+                test: t.clone(),
+            }),
+            _ => None,
+        };
         Ok(Case {
             name: self.name.clone(),
             kind: self.kind.clone(),
             source,
             fault,
             only_file,
+            reference,
         })
     }
 }
@@ -782,6 +874,73 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.starts_with("m.toml:5: ") && e.contains("jars"), "{e}");
+    }
+
+    #[test]
+    fn a_reference_is_a_python_case_s_fixed_version() {
+        let p = Path::new("m.toml");
+        let head = "[[case]]\nname = \"a\"\nfaulty = [\"x.py:1\"]\n";
+        let src = "reference_src = \"fixed/x.py\"\n";
+        let test = "reference_test = [\"pytest\", \"--fixed\"]\n";
+        let m = EvalManifest::parse(&format!("{head}dir = \"d\"\n{src}{test}"), p).unwrap();
+        assert_eq!(m.cases[0].reference_src.as_deref(), Some("fixed/x.py"));
+        assert_eq!(
+            m.cases[0].reference_test.as_deref(),
+            Some(&["pytest".to_owned(), "--fixed".to_owned()][..])
+        );
+        for (extra, want) in [
+            (
+                format!("dir = \"d\"\n{src}"),
+                "m.toml:5: case \"a\": `reference_src` needs `reference_test`",
+            ),
+            (
+                format!("dir = \"d\"\n{test}"),
+                "m.toml:5: case \"a\": `reference_test` needs `reference_src`",
+            ),
+            (
+                format!("{src}{test}"),
+                "m.toml:4: case \"a\": `reference_src` needs `dir`",
+            ),
+            (
+                format!("dir = \"d\"\n{src}reference_test = []\n"),
+                "m.toml:6: case \"a\": `reference_test` is an empty command",
+            ),
+            (
+                format!("dir = \"d\"\nlanguage = \"java\"\n{src}{test}"),
+                "m.toml:6: case \"a\": `reference_src` and `reference_test` are keys of Python",
+            ),
+        ] {
+            let e = EvalManifest::parse(&format!("{head}{extra}"), p).unwrap_err();
+            assert!(e.starts_with(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_reference_resolves_against_dir_unchecked() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("p/src")).unwrap();
+        std::fs::create_dir_all(d.path().join("p/fixed")).unwrap();
+        std::fs::write(d.path().join("p/src/x.py"), "x = 1\n").unwrap();
+        std::fs::write(d.path().join("p/fixed/x.py"), "x = 2\n").unwrap();
+        let case = |reference: &str| {
+            let text = format!(
+                "[[case]]\nname = \"a\"\ndir = \"p\"\nsrc = \"src/x.py\"\ntest = [\"pytest\"]\n\
+                 faulty = [\"x.py:1\"]\nreference_src = \"{reference}\"\n\
+                 reference_test = [\"pytest\", \"--fixed\"]\n"
+            );
+            let path = d.path().join("m.toml");
+            std::fs::write(&path, text).unwrap();
+            let m = EvalManifest::read(&path).unwrap();
+            m.cases[0].resolve(&m).unwrap().reference.unwrap()
+        };
+        let r = case("fixed/x.py");
+        assert_eq!(r.dir, d.path().join("p"));
+        assert_eq!(r.src, d.path().join("p/fixed/x.py"));
+        assert_eq!(r.src_dir(), d.path().join("p/fixed"));
+        assert_eq!(r.test, ["pytest", "--fixed"]);
+        assert_eq!(case("fixed").src_dir(), d.path().join("p/fixed"));
+        // a missing fixed version is not the case's error: `eval --explain` reports it
+        assert_eq!(case("gone").src, d.path().join("p/gone"));
     }
 
     #[test]
