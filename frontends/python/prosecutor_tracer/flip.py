@@ -149,6 +149,11 @@ def check_values(values, events):
                     base64.b64decode(b64, validate=True)
                 except (ValueError, binascii.Error):
                     return f"rerun config error: values.patch[{step!r}][{var!r}] is not base64"
+    try:
+        from . import values as _values  # noqa: F401
+    except ImportError:
+        # (a driver embedding an older copy of the package: say so rather than record nothing)
+        return "rerun config error: values: this copy of prosecutor_tracer has no values.py"
     return None
 
 

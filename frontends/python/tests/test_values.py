@@ -438,6 +438,18 @@ def test_bad_values_are_config_errors(proj, tmp_path):
     assert not os.path.exists(ev)
 
 
+def test_values_without_the_values_module_are_a_config_error(monkeypatch):
+    """A copy of the package without values.py (a driver embedding an older file list) must
+    not take a values request and record nothing."""
+    from prosecutor_tracer import flip
+    assert flip.check_values({"record": True}, "/tmp/ev") is None
+    import prosecutor_tracer
+    monkeypatch.setitem(sys.modules, "prosecutor_tracer.values", None)
+    monkeypatch.delattr(prosecutor_tracer, "values", raising=False)
+    why = flip.check_values({"record": True}, "/tmp/ev")
+    assert why == "rerun config error: values: this copy of prosecutor_tracer has no values.py", why
+
+
 def test_the_warm_runner_takes_values(proj, tmp_path):
     ifd = stmt(proj, "if double:")
     force = [[ifd, 1, 1]]
