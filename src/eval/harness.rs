@@ -12,7 +12,7 @@ use crate::pipeline::Rules;
 use crate::variants::{Variant, VARIANTS};
 
 use super::baseline::{self, Technique};
-use super::manifest::{Case, Frontend, JavaTarget, Source};
+use super::manifest::{Case, Frontend, JavaTarget, Reference, Source};
 use super::score::{filter_ranking, locate, path_suffix_eq, Located};
 
 /// A technique of the evaluation.
@@ -81,6 +81,58 @@ pub struct Settings<'a> {
     /// Tracing: skip the plain pre-run; begin traces with the import-time code.
     pub no_plain_run: bool,
     pub import_time: bool,
+    /// `eval --explain`: seeds 003 and 004 on every case (`None`: not run).
+    pub explain: Option<ExplainSettings>,
+}
+
+/// How `eval --explain` explains a case.
+#[derive(Debug, Clone, Copy)]
+pub struct ExplainSettings {
+    /// Re-runs seed 003's search may make (`explain --max-runs`).
+    pub max_runs: usize,
+    /// Patched re-runs seed 004's causal path may make (`explain --causal-runs`; 0: none).
+    pub causal_runs: usize,
+}
+
+/// Seed 003's nearest successful run, as `explain --faulty` reports it (`path_generation`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearestRun {
+    pub found: bool,
+    /// Distinct statements in the report.
+    pub size: usize,
+    /// Re-runs the search made.
+    pub runs: usize,
+    /// `1 − |DS*| / |PDG|` (0 for an empty report) and its Table 4 bucket.
+    pub score: Option<f64>,
+    pub bucket: Option<u32>,
+}
+
+/// Seed 004's causal path, as `explain --faulty` reports it (`causal`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CausalSummary {
+    /// `regression` (against the fixed version) or `patch` (against the nearest successful run).
+    pub mode: String,
+    pub length: usize,
+    pub complete: bool,
+    /// A step of the path is on a faulty line.
+    pub reaches_fault: bool,
+    /// Patched re-runs made.
+    pub runs: usize,
+}
+
+/// `eval --explain` on one case: what `explain` found, or why it could not run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Explained {
+    /// `None`: not searched (an error, or a dump whose front-end cannot re-run a set).
+    pub nearest: Option<NearestRun>,
+    /// `None`: not computed (see `warnings`).
+    pub causal: Option<CausalSummary>,
+    /// Time of `explain` itself, not of tracing the reference (`None`: it did not run).
+    pub seconds: Option<f64>,
+    /// Why `explain` did not run or failed (the reference could not be traced, ...).
+    pub error: Option<String>,
+    /// `explain`'s warnings (e.g. why the causal path was not computed).
+    pub warnings: Vec<String>,
 }
 
 /// One technique on one case.
@@ -110,6 +162,9 @@ pub struct CaseResult {
     pub runs: Vec<Run>,
     /// The counterfactual experiments of the full PROSECUTOR run (empty without them).
     pub experiments: Vec<ExperimentResult>,
+    /// `eval --explain`: seeds 003 and 004 on the case (`None` without it, or when the case
+    /// failed).
+    pub explain: Option<Explained>,
 }
 
 impl CaseResult {
@@ -122,6 +177,7 @@ impl CaseResult {
             failing_steps: 0,
             runs: Vec::new(),
             experiments: Vec::new(),
+            explain: None,
         }
     }
 
@@ -157,7 +213,7 @@ fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
             let start = Instant::now();
             let timeout = timeout.map(Duration::from_secs_f64);
             match frontend {
-                Frontend::Python => trace_python(dir, src_dir, test, &out, timeout, s)?,
+                Frontend::Python => trace_python(dir, src_dir, test, &out, timeout, false, s)?,
                 Frontend::Java(j) => trace_java(dir, j, test, &out, timeout, s)?,
             }
             let secs = start.elapsed().as_secs_f64();
@@ -169,17 +225,20 @@ fn obtain_dump(case: &Case, s: &Settings) -> Result<(Dump, f64), String> {
     }
 }
 
-/// Traces a test command with the Python front-end into `out`.
+/// Traces a test command with the Python front-end into `out` (`passing_ok`: a fixed version,
+/// whose tests all pass, as `trace --passing-ok`).
 fn trace_python(
     dir: &Path,
     src: &Path,
     test: &[String],
     out: &Path,
     timeout: Option<Duration>,
+    passing_ok: bool,
     s: &Settings,
 ) -> Result<(), String> {
     let mut o = crate::frontend::python::PythonTraceOptions::new(src, out, test.to_vec());
     o.cwd = dir.to_owned();
+    o.passing_ok = passing_ok;
     o.test_timeout = timeout.unwrap_or(s.test_timeout);
     o.test_timeout_given = timeout.is_some() || s.test_timeout_given;
     o.plain_run &= !s.no_plain_run;
@@ -394,6 +453,9 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
             },
         });
     }
+    let explain = s
+        .explain
+        .map(|x| explain_case(case, &dump, s, x, &run_opts));
     CaseResult {
         name: case.name.clone(),
         kind: case.kind.clone(),
@@ -402,7 +464,113 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         failing_steps: failing_steps(&dump),
         runs,
         experiments: full_experiments,
+        explain,
     }
+}
+
+/// `eval --explain`: `explain` on the case's dump (its top-ranked line and the failing test its
+/// propagation path ends in), with the default PROSECUTOR model but no counterfactual
+/// experiments, seed 003's search and seed 004's causal path, scored against the case's faulty
+/// lines. A case with a fixed version (`reference_src`) is explained in regression mode against
+/// its trace (`OUT/reference/<name>`); an error here is the explanation's, never the case's.
+fn explain_case(
+    case: &Case,
+    dump: &Dump,
+    s: &Settings,
+    x: ExplainSettings,
+    run: &RunOptions,
+) -> Explained {
+    let failed = |error: String| Explained {
+        error: Some(error),
+        ..Explained::default()
+    };
+    let reference = match &case.reference {
+        Some(r) => match trace_reference(case, r, s) {
+            Ok(dir) => Some(dir),
+            Err(e) => return failed(format!("the fixed version (reference_src): {e}")),
+        },
+        None => None,
+    };
+    let mut o = Options {
+        granularity: Granularity::Line,
+        max_steps: s.max_steps,
+        cfx_model: s.cfx_model,
+        ..Options::default()
+    };
+    let rules = match Variant::full().apply(&mut o) {
+        Ok(r) => r,
+        Err(e) => return failed(e.to_string()),
+    };
+    // explain localizes again: its ranking's experiments are not what is measured here
+    o.cfx = CfxSource::Off;
+    let req = crate::explain::Request {
+        line: None,
+        test: None,
+        search: Some((
+            crate::explain::pathgen::Config {
+                loops: false,
+                max_runs: x.max_runs,
+            },
+            run.clone(),
+        )),
+        causal: (x.causal_runs > 0).then_some(crate::explain::causal::Config {
+            max_runs: x.causal_runs,
+            fast: true,
+        }),
+        reference,
+        faulty: case.fault.clone(),
+    };
+    let start = Instant::now();
+    let ex = crate::explain::explain(dump, rules.as_ref().unwrap_or(s.rules), &o, &req);
+    let seconds = start.elapsed().as_secs_f64();
+    match ex {
+        Err(e) => Explained {
+            seconds: Some(seconds),
+            ..failed(e)
+        },
+        Ok(ex) => Explained {
+            nearest: ex.path_generation.as_ref().map(|g| NearestRun {
+                found: g.found,
+                size: g.size,
+                runs: g.runs,
+                score: g.score,
+                bucket: g.bucket,
+            }),
+            causal: ex.causal.as_ref().map(|c| CausalSummary {
+                mode: c.mode.clone(),
+                length: c.length,
+                complete: c.complete,
+                reaches_fault: c.reaches_fault.unwrap_or(false),
+                runs: c.runs,
+            }),
+            seconds: Some(seconds),
+            error: None,
+            warnings: ex.warnings,
+        },
+    }
+}
+
+/// The dump of a case's fixed version, traced as `trace --passing-ok` (its tests pass) into
+/// `OUT/reference/<name>` with the case's tracing settings, or the one an earlier run left there.
+fn trace_reference(case: &Case, r: &Reference, s: &Settings) -> Result<PathBuf, String> {
+    let out = s.out.join("reference").join(&case.name);
+    if out.join("manifest.toml").is_file() && Dump::load(&out).is_ok() {
+        return Ok(out);
+    }
+    if !r.src.exists() {
+        return Err(format!("{} does not exist", r.src.display()));
+    }
+    if out.exists() {
+        std::fs::remove_dir_all(&out)
+            .map_err(|e| format!("cannot remove the stale dump {}: {e}", out.display()))?;
+    }
+    let timeout = match &case.source {
+        Source::Trace { timeout, .. } => timeout.map(Duration::from_secs_f64),
+        Source::Dump(_) => None,
+    };
+    trace_python(&r.dir, &r.src_dir(), &r.test, &out, timeout, true, s)?;
+    Dump::load(&out).map_err(|e| format!("the traced dump does not load: {e}"))?;
+    Ok(out)
 }
 
 /// Steps recorded in the traces of the failing tests.

@@ -3,7 +3,8 @@
 //! * [`baseline`]: SBFL (7 formulas) and CP statement scores from a dump's coverage.
 //! * [`score`]: where the faulty line lands in a ranking (positions with ties, top-k, EXAM).
 //! * [`manifest`]: the `[[case]]` manifest of `eval`.
-//! * [`harness`]: one case: trace or reuse a dump, run PROSECUTOR, its ablations and the baselines.
+//! * [`harness`]: one case: trace or reuse a dump, run PROSECUTOR, its ablations and the
+//!   baselines; with `--explain`, seeds 003 and 004 (`crate::explain`) on it.
 //! * [`output`]: `summary.md`, `cases.csv`, `topk.svg`.
 //! * `gzoltar`: `baseline --gzoltar DIR`, SBFL on a spectrum GZoltar collected.
 //!
@@ -25,7 +26,7 @@ use crate::localize::{Mode, Report};
 
 pub use baseline::Technique;
 
-pub use harness::{run_case, CaseResult, Run, Settings, Tech};
+pub use harness::{run_case, CaseResult, Explained, Run, Settings, Tech};
 pub use manifest::{Case, EvalManifest};
 pub use score::{locate, FaultyLines, Located};
 
@@ -95,6 +96,28 @@ pub struct EvalArgs {
     /// `PROSECUTOR_SETUP=1`).
     #[arg(long)]
     pub import_time: bool,
+    /// Also run `explain` on every case, after its rankings, and measure seeds 003 and 004 (the
+    /// cases.csv columns nsr_* and causal_*, and a summary.md section): seed 003's nearest
+    /// successful run of the failing test (found, report size, re-runs, its score against the
+    /// case's faulty lines and the score's bucket) and seed 004's causal path (mode, length,
+    /// complete, whether it reaches a faulty line, patched re-runs). `explain` explains the top
+    /// line of the default PROSECUTOR model without counterfactual experiments, as `explain
+    /// --no-cfx --faulty F...` does; its re-runs run as the case's experiments (--cfx-timeout).
+    /// A case with `reference_src` and `reference_test` (its fixed version) has its causal path
+    /// in regression mode: the fixed version is traced first, as `trace --passing-ok`, into
+    /// OUT/reference/<case> (reused by a later run, as the dumps are), and is `explain
+    /// --reference`; other cases are in patch mode (against the nearest successful run).
+    /// Whatever goes wrong explaining a case is recorded in its explain_error column; its
+    /// rankings count all the same.
+    #[arg(long)]
+    pub explain: bool,
+    /// With --explain: re-runs seed 003's search may make per case (`explain --max-runs`).
+    #[arg(long, default_value_t = 60, value_name = "N", requires = "explain")]
+    pub explain_max_runs: usize,
+    /// With --explain: patched re-runs seed 004's causal path may make per case (`explain
+    /// --causal-runs`; 0: no causal path).
+    #[arg(long, default_value_t = 200, value_name = "N", requires = "explain")]
+    pub explain_causal_runs: usize,
 }
 
 /// A baseline's ranking of a dump, as a `localize` report (same printing, same shape).
@@ -153,6 +176,10 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
         max_steps: (a.max_steps > 0).then_some(a.max_steps),
         no_plain_run: a.no_plain_run,
         import_time: a.import_time,
+        explain: a.explain.then_some(harness::ExplainSettings {
+            max_runs: a.explain_max_runs,
+            causal_runs: a.explain_causal_runs,
+        }),
     };
     let bar = crate::progress::bar(m.cases.len() as u64, "eval");
     // one case per job: cases differ in cost by orders of magnitude
@@ -176,7 +203,7 @@ pub fn run_eval(a: &EvalArgs, out: &mut dyn Write) -> Result<i32, Error> {
             source: e,
         })
     };
-    write("summary.md", output::summary_md(&name, &results))?;
+    write("summary.md", output::summary_md(&name, &results, a.explain))?;
     write("cases.csv", output::cases_csv(&results))?;
     let topk = output::topk_svg(&results);
     write("index.html", crate::html::eval_page(&name, &results, &topk))?;

@@ -1,11 +1,11 @@
-//! Outputs of `prosecutor eval`: `summary.md` (Table 3 of the paper), `cases.csv`, `topk.svg`
-//! (Fig. 9 of the paper).
+//! Outputs of `prosecutor eval`: `summary.md` (Table 3 of the paper; with `--explain`, seeds
+//! 003 and 004), `cases.csv`, `topk.svg` (Fig. 9 of the paper).
 
 use std::fmt::Write as _;
 
 use crate::metrics::aggregate::Summary;
 
-use super::harness::{CaseResult, Run, Tech};
+use super::harness::{CaseResult, Explained, Run, Tech};
 use super::score::Located;
 
 /// The k of the top-k columns (pessimistic).
@@ -210,8 +210,8 @@ fn one_line(s: &str) -> String {
         .join(" | ")
 }
 
-/// `summary.md`.
-pub fn summary_md(manifest_name: &str, results: &[CaseResult]) -> String {
+/// `summary.md` (`explain`: `eval --explain` ran, its section is added).
+pub fn summary_md(manifest_name: &str, results: &[CaseResult], explain: bool) -> String {
     let sums = summarize(results);
     let failed = results.iter().filter(|c| c.error.is_some()).count();
     let mut s = String::new();
@@ -273,12 +273,166 @@ pub fn summary_md(manifest_name: &str, results: &[CaseResult]) -> String {
             "\n## Inference that did not converge (⚠: the ranking comes from the last iteration)\n\n{nc}"
         );
     }
+    if explain {
+        s.push_str(&explain_md(results));
+    }
     let errs = error_list(results);
     if !errs.is_empty() {
         let _ = write!(s, "\n## Errors\n\n{errs}");
     }
     s
 }
+
+/// The share `k / n` in percent, one decimal.
+fn share(k: usize, n: usize) -> String {
+    format!("{:.1} %", 100.0 * k as f64 / n.max(1) as f64)
+}
+
+/// Seed 003's report scores at least this (the paper's Table 4: 43.9 % of the Siemens versions).
+pub const GOOD_SCORE: f64 = 0.8;
+
+/// The `eval --explain` section of `summary.md`: seeds 003 and 004 over the cases (shares of
+/// all cases, those that could not be evaluated included), then each case's explain error or
+/// warnings.
+pub fn explain_md(results: &[CaseResult]) -> String {
+    let n = results.len();
+    let ex: Vec<(&str, &Explained)> = results
+        .iter()
+        .filter_map(|c| c.explain.as_ref().map(|e| (c.name.as_str(), e)))
+        .collect();
+    let mut s = String::from(
+        "\n## Seeds 003 and 004 (`eval --explain`)\n\n`explain` on each case's top-ranked line \
+         (default model, no counterfactual experiments), as `explain --no-cfx --faulty F...`: seed \
+         003's nearest successful run of the failing test, its report scored 1 − |DS*| / |PDG| \
+         against the faulty lines; seed 004's causal path, in regression mode against the fixed \
+         version (`reference_src`) or in patch mode against the nearest successful run. Shares \
+         are of all cases. Definitions: docs/explain.md.\n\n| | cases |\n|---|---:|\n",
+    );
+    let ok = ex.iter().filter(|(_, e)| e.error.is_none()).count();
+    let _ = writeln!(s, "| cases | {n} |");
+    let _ = writeln!(s, "| explained without error | {ok} |");
+    let found = ex
+        .iter()
+        .filter(|(_, e)| e.nearest.as_ref().is_some_and(|r| r.found))
+        .count();
+    let _ = writeln!(s, "| nearest successful run found | {found} |");
+    let good = ex
+        .iter()
+        .filter(|(_, e)| {
+            e.nearest
+                .as_ref()
+                .is_some_and(|r| r.found && r.score.is_some_and(|x| x >= GOOD_SCORE))
+        })
+        .count();
+    let _ = writeln!(
+        s,
+        "| report scoring ≥ 80 % (the paper: 43.9 % on Siemens) | {good} ({}) |",
+        share(good, n)
+    );
+    let paths: Vec<_> = ex.iter().filter_map(|(_, e)| e.causal.as_ref()).collect();
+    let mut modes: Vec<&str> = paths.iter().map(|c| c.mode.as_str()).collect();
+    modes.sort_unstable();
+    modes.dedup();
+    let by_mode = modes
+        .iter()
+        .map(|m| format!("{m} {}", paths.iter().filter(|c| c.mode == *m).count()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        s,
+        "| causal path computed | {}{} |",
+        paths.len(),
+        if by_mode.is_empty() {
+            String::new()
+        } else {
+            format!(" ({by_mode})")
+        }
+    );
+    let complete = paths.iter().filter(|c| c.complete).count();
+    let _ = writeln!(
+        s,
+        "| causal path complete (ended at its root) | {complete} |"
+    );
+    let lengths: Vec<f64> = paths.iter().map(|c| c.length as f64).collect();
+    let _ = writeln!(
+        s,
+        "| causal path length: median | {} |",
+        Summary::of(&lengths).map_or("–".to_owned(), |x| fmt_avg(x.median))
+    );
+    let reach = paths.iter().filter(|c| c.reaches_fault).count();
+    let _ = writeln!(
+        s,
+        "| causal path contains a faulty line | {reach} ({} of paths, {} of cases) |",
+        share(reach, paths.len()),
+        share(reach, n)
+    );
+    let secs: Vec<f64> = ex.iter().filter_map(|(_, e)| e.seconds).collect();
+    let _ = writeln!(
+        s,
+        "| explain seconds: median | {} |",
+        Summary::of(&secs).map_or("–".to_owned(), |x| format!("{:.2}", x.median))
+    );
+    let mut notes = String::new();
+    for (name, e) in &ex {
+        if let Some(err) = &e.error {
+            let _ = writeln!(notes, "- `{name}`: {}", one_line(err));
+        }
+        for w in &e.warnings {
+            let _ = writeln!(notes, "- `{name}`: warning: {}", one_line(w));
+        }
+    }
+    if !notes.is_empty() {
+        let _ = write!(s, "\n### Explain errors and warnings\n\n{notes}");
+    }
+    s
+}
+
+/// The `eval --explain` columns of a case's rows (all empty without it).
+fn explain_cells(e: Option<&Explained>) -> String {
+    let Some(e) = e else {
+        return ",".repeat(EXPLAIN_COLUMNS.len() - 1);
+    };
+    let opt = |x: Option<String>| x.unwrap_or_default();
+    let r = e.nearest.as_ref();
+    let c = e.causal.as_ref();
+    let problems: Vec<String> = e
+        .error
+        .iter()
+        .cloned()
+        .chain(e.warnings.iter().map(|w| format!("warning: {w}")))
+        .collect();
+    [
+        opt(r.map(|r| r.found.to_string())),
+        opt(r.map(|r| r.size.to_string())),
+        opt(r.map(|r| r.runs.to_string())),
+        opt(r.and_then(|r| r.score).map(|x| format!("{x:.4}"))),
+        opt(r.and_then(|r| r.bucket).map(|b| b.to_string())),
+        opt(c.map(|c| csv_field(&c.mode))),
+        opt(c.map(|c| c.length.to_string())),
+        opt(c.map(|c| c.complete.to_string())),
+        opt(c.map(|c| c.reaches_fault.to_string())),
+        opt(c.map(|c| c.runs.to_string())),
+        opt(e.seconds.map(|x| format!("{x:.3}"))),
+        csv_field(&one_line(&problems.join("\n"))),
+    ]
+    .join(",")
+}
+
+/// The columns `eval --explain` fills (per case: the same on each of its rows).
+pub const EXPLAIN_COLUMNS: [&str; 12] = [
+    "nsr_found",
+    "nsr_size",
+    "nsr_runs",
+    "nsr_score",
+    "nsr_bucket",
+    "causal_mode",
+    "causal_length",
+    "causal_complete",
+    "causal_reaches_fault",
+    "causal_runs",
+    "explain_seconds",
+    "explain_error",
+];
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -302,21 +456,27 @@ pub fn non_convergence_list(results: &[CaseResult]) -> String {
 }
 
 /// `cases.csv`: one row per case × technique (`converged`: `yes`/`no` for PROSECUTOR runs that
-/// produced a ranking, empty otherwise).
+/// produced a ranking, empty otherwise), then the case's [`EXPLAIN_COLUMNS`] (empty without
+/// `--explain`).
 pub fn cases_csv(results: &[CaseResult]) -> String {
     let mut s = String::from(
         "case,technique,position_pessimistic,position_average,exam,n_lines,method_position,n_methods,\
-         seconds,trace_seconds,failing_steps,converged,error\n",
+         seconds,trace_seconds,failing_steps,converged,error",
     );
+    for col in EXPLAIN_COLUMNS {
+        let _ = write!(s, ",{col}");
+    }
+    s.push('\n');
     for c in results {
+        let explain = explain_cells(c.explain.as_ref());
         for t in Tech::all() {
             let name = csv_field(&c.name);
             match (&c.error, run_of(c, t)) {
                 (Some(e), _) => {
-                    let _ = writeln!(s, "{name},{},,,,,,,,,,,{}", t.id(), csv_field(&one_line(e)));
+                    let _ = write!(s, "{name},{},,,,,,,,,,,{}", t.id(), csv_field(&one_line(e)));
                 }
                 (None, None) => {
-                    let _ = writeln!(s, "{name},{},,,,,,,,,,,not run", t.id());
+                    let _ = write!(s, "{name},{},,,,,,,,,,,not run", t.id());
                 }
                 (None, Some(r)) => match &r.located {
                     Some(l) => {
@@ -331,7 +491,7 @@ pub fn cases_csv(results: &[CaseResult]) -> String {
                             .map_or((String::new(), String::new()), |m| {
                                 (m.pessimistic().to_string(), m.n_lines.to_string())
                             });
-                        let _ = writeln!(
+                        let _ = write!(
                             s,
                             "{name},{},{},{},{},{},{mp},{mn},{:.3},{:.3},{},{converged},",
                             t.id(),
@@ -345,7 +505,7 @@ pub fn cases_csv(results: &[CaseResult]) -> String {
                         );
                     }
                     None => {
-                        let _ = writeln!(
+                        let _ = write!(
                             s,
                             "{name},{},,,,,,,{:.3},{:.3},{},,{}",
                             t.id(),
@@ -357,6 +517,7 @@ pub fn cases_csv(results: &[CaseResult]) -> String {
                     }
                 },
             }
+            let _ = writeln!(s, ",{explain}");
         }
     }
     s
@@ -565,6 +726,7 @@ mod tests {
             trace_seconds: 0.0,
             failing_steps: 0,
             experiments: Vec::new(),
+            explain: None,
             runs: vec![
                 run(
                     Tech::full(),
@@ -577,7 +739,7 @@ mod tests {
                 run(Tech::Baseline(Technique::all()[0]), &[]),
             ],
         }];
-        let md = summary_md("m", &results);
+        let md = summary_md("m", &results, false);
         assert!(md.contains("| c | 1/2 ⚠ |"), "{md}");
         assert!(
             md.contains(
@@ -596,6 +758,133 @@ mod tests {
         assert_eq!(conv(Technique::all()[0].name()).as_deref(), Some(""));
         // the technique table counts the run normally (a top-1 hit)
         assert_eq!(summarize(&results)[0].hits[0], 1);
+    }
+
+    /// `eval --explain`'s columns: per case, on each of its rows, empty without it; its
+    /// summary section counts over all cases.
+    #[test]
+    fn explain_columns_and_section() {
+        use crate::eval::harness::{CausalSummary, NearestRun};
+        let case = |name: &str, explain: Option<Explained>| CaseResult {
+            name: name.into(),
+            kind: None,
+            error: None,
+            trace_seconds: 0.0,
+            failing_steps: 0,
+            experiments: Vec::new(),
+            explain,
+            runs: Vec::new(),
+        };
+        let good = Explained {
+            nearest: Some(NearestRun {
+                found: true,
+                size: 2,
+                runs: 5,
+                score: Some(0.875),
+                bucket: Some(80),
+            }),
+            causal: Some(CausalSummary {
+                mode: "regression".into(),
+                length: 3,
+                complete: true,
+                reaches_fault: true,
+                runs: 4,
+            }),
+            seconds: Some(1.5),
+            error: None,
+            warnings: Vec::new(),
+        };
+        let patch = Explained {
+            nearest: Some(NearestRun {
+                found: false,
+                size: 0,
+                runs: 60,
+                score: Some(0.0),
+                bucket: Some(0),
+            }),
+            causal: None,
+            seconds: Some(2.5),
+            error: None,
+            warnings: vec!["causal path not computed: no successful run, to compare".into()],
+        };
+        let broken = Explained {
+            error: Some("the fixed version (reference_src): tracing failed: boom".into()),
+            ..Explained::default()
+        };
+        let results = [
+            case("a", Some(good)),
+            case("b", Some(patch)),
+            case("c", Some(broken)),
+            CaseResult::failed("d", None, "no dump".into()),
+        ];
+        let csv = cases_csv(&results);
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        assert_eq!(header[12], "error");
+        assert_eq!(&header[13..], &EXPLAIN_COLUMNS[..]);
+        let tail = |name: &str| {
+            let rows: Vec<Vec<String>> = csv
+                .lines()
+                .filter(|l| l.starts_with(&format!("{name},")))
+                .map(split_csv)
+                .collect();
+            assert_eq!(rows.len(), Tech::all().len());
+            assert!(rows.iter().all(|r| r.len() == header.len()), "{rows:?}");
+            assert!(rows.iter().all(|r| r[13..] == rows[0][13..]), "{rows:?}");
+            rows[0][13..].join(",")
+        };
+        assert_eq!(
+            tail("a"),
+            "true,2,5,0.8750,80,regression,3,true,true,4,1.500,"
+        );
+        assert_eq!(
+            tail("b"),
+            "false,0,60,0.0000,0,,,,,,2.500,warning: causal path not computed: no successful \
+             run, to compare"
+        );
+        assert!(csv.contains(",2.500,\"warning: causal path"), "{csv}");
+        assert_eq!(
+            tail("c"),
+            ",,,,,,,,,,,the fixed version (reference_src): tracing failed: boom"
+        );
+        assert_eq!(tail("d"), ",,,,,,,,,,,");
+        assert!(!summary_md("m", &results, false).contains("Seeds 003"));
+        let md = summary_md("m", &results, true);
+        for row in [
+            "| cases | 4 |",
+            "| explained without error | 2 |",
+            "| nearest successful run found | 1 |",
+            "| report scoring ≥ 80 % (the paper: 43.9 % on Siemens) | 1 (25.0 %) |",
+            "| causal path computed | 1 (regression 1) |",
+            "| causal path complete (ended at its root) | 1 |",
+            "| causal path length: median | 3 |",
+            "| causal path contains a faulty line | 1 (100.0 % of paths, 25.0 % of cases) |",
+            "| explain seconds: median | 2.00 |",
+            "- `b`: warning: causal path not computed: no successful run, to compare",
+            "- `c`: the fixed version (reference_src): tracing failed: boom",
+        ] {
+            assert!(md.contains(row), "{row}\n{md}");
+        }
+        // before the case errors
+        assert!(md.find("## Seeds 003 and 004").unwrap() < md.find("## Errors").unwrap());
+    }
+
+    /// The fields of a CSV line (quotes as [`csv_field`] writes them).
+    fn split_csv(line: &str) -> Vec<String> {
+        let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, quoted) {
+                ('"', true) if chars.peek() == Some(&'"') => {
+                    cur.push('"');
+                    chars.next();
+                }
+                ('"', _) => quoted = !quoted,
+                (',', false) => out.push(std::mem::take(&mut cur)),
+                (c, _) => cur.push(c),
+            }
+        }
+        out.push(cur);
+        out
     }
 
     #[test]

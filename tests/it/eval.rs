@@ -70,18 +70,44 @@ pub(crate) fn redact_times(md: &str) -> String {
 }
 
 /// Rows of cases.csv: case, technique, pessimistic, average, exam, n_lines, method position,
-/// n_methods, seconds, trace_seconds, failing_steps, converged, error.
+/// n_methods, seconds, trace_seconds, failing_steps, converged, error (0..=12), then the 12
+/// columns of `eval --explain` (13..=24).
 pub(crate) fn csv_rows(out: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(out.join("cases.csv")).unwrap();
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
         "case,technique,position_pessimistic,position_average,exam,n_lines,method_position,\
-         n_methods,seconds,trace_seconds,failing_steps,converged,error"
+         n_methods,seconds,trace_seconds,failing_steps,converged,error,nsr_found,nsr_size,\
+         nsr_runs,nsr_score,nsr_bucket,causal_mode,causal_length,causal_complete,\
+         causal_reaches_fault,causal_runs,explain_seconds,explain_error"
     );
     lines
-        .map(|l| l.splitn(13, ',').map(str::to_owned).collect())
+        .map(|l| {
+            let r = split_csv(l);
+            assert_eq!(r.len(), 25, "{l}");
+            r
+        })
         .collect()
+}
+
+/// The fields of a CSV line ("..." quoting, "" an escaped quote).
+fn split_csv(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
 }
 
 fn row<'a>(rows: &'a [Vec<String>], case: &str, tech: &str) -> &'a [String] {
