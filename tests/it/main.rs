@@ -8,6 +8,7 @@ mod differential;
 mod docs_commands;
 mod epg_fixtures;
 mod eval;
+mod eval_explain;
 mod explain;
 mod html;
 mod java_fixtures;
