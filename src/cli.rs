@@ -753,7 +753,7 @@ pub fn try_main() -> Result<i32, Error> {
                 line: a.line.clone(),
                 test: a.test.clone(),
                 search: (!a.no_search).then(|| (config, a.input.run_options())),
-                causal: (a.causal_runs > 0).then(|| crate::explain::causal::Config {
+                causal: (a.causal_runs > 0).then_some(crate::explain::causal::Config {
                     max_runs: a.causal_runs,
                     fast: !a.no_fast_passes,
                 }),

@@ -152,10 +152,15 @@ pub fn causal_path<R: Replayer>(
     let mut indexer = Indexer::new();
     let fidx = indexer.index(cd, &f.trace);
     let pidx = indexer.index_as(reference.cd, &p.trace, reference.labels);
+    let (fs, ps) = (
+        unit_starts(dump, &f.trace),
+        unit_starts(reference.dump, &p.trace),
+    );
     let aligned: Vec<(u32, u32)> = align(&fidx, &pidx)
         .iter()
         .enumerate()
         .filter_map(|(i, q)| q.map(|q| (i as u32, q)))
+        .filter(|&(i, q)| fs[i as usize] && ps[q as usize])
         .collect();
     let mut w = Walk {
         dump,
@@ -209,6 +214,21 @@ struct Walk<'a, R: Replayer> {
     out: Outcome,
 }
 
+/// Whether each step begins a statement instance: a statement with condition operands is
+/// several steps on one line, its operands' first (docs/trace-format.md "Values, capture and
+/// patch"), and "before the statement" is before its first step. The walk's entries are these
+/// first steps.
+fn unit_starts(dump: &Dump, tr: &Trace) -> Vec<bool> {
+    let at = |i: usize| {
+        let s = tr.steps[i];
+        let st = &dump.stmts[s.stmt as usize];
+        (s.frame, st.line, &st.file)
+    };
+    (0..tr.steps.len())
+        .map(|i| i == 0 || at(i - 1) != at(i))
+        .collect()
+}
+
 /// The steps of each frame of `tr`, increasing.
 fn frame_steps(tr: &Trace) -> Vec<Vec<u32>> {
     let mut v = vec![Vec::new(); tr.frames.len()];
@@ -235,9 +255,20 @@ impl<R: Replayer> Walk<'_, R> {
                     a1 = Some(k);
                 }
                 Moved::Stop(why, complete) => {
-                    self.out.stop_at = Some(self.aligned[k].0);
-                    self.out.ended = why;
-                    self.out.complete = complete;
+                    let at = self.aligned[k].0;
+                    self.out.stop_at = Some(at);
+                    if !complete && self.reference.switched.contains(&at) {
+                        // the difference comes from the switch itself: the critical predicate
+                        self.out.ended = format!(
+                            "{}: the reference switched this branch instance (the critical \
+                             predicate)",
+                            self.entry(at)
+                        );
+                        self.out.complete = true;
+                    } else {
+                        self.out.ended = why;
+                        self.out.complete = complete;
+                    }
                     return Ok(());
                 }
             }

@@ -136,11 +136,11 @@ fn causal_path(
     };
     let mut names = values::interner();
     let record = serde_json::json!({ "record": true });
-    let f = exec
-        .valued_run(&[], record.clone(), &mut names)?
-        .0
-        .filter(|f| f.failed)
-        .ok_or("the failing test, re-run recording values, did not fail")?;
+    let f = ended(
+        exec.valued_run(&[], record.clone(), &mut names)?,
+        true,
+        "the failing test",
+    )?;
     if f.trace.steps.len() != control.steps.len() {
         return Err(format!(
             "the failing test is not deterministic: re-run recording values it took {} steps, \
@@ -161,11 +161,11 @@ fn causal_path(
         let (mut pexec, _) =
             rerun::DumpExecutor::start_test(&rd, t, run, crate::localize::cfx::CfxOutcome::Pass)
                 .map_err(|e| format!("the reference version: {e}"))?;
-        let p = pexec
-            .valued_run(&[], record, &mut names)?
-            .0
-            .filter(|p| !p.failed)
-            .ok_or("the reference version's run, recording values, did not pass")?;
+        let p = ended(
+            pexec.valued_run(&[], record, &mut names)?,
+            false,
+            "the reference version's run",
+        )?;
         let labels = versions::labels(dump, &versions::match_statements(dump, &rd));
         let pcd = ControlDeps::compute(&rd);
         let reference = causal::Reference {
@@ -183,19 +183,26 @@ fn causal_path(
         let found = out
             .found
             .ok_or("no successful run to compare with (seed 003 found none; a fixed version's dump can be given with --reference)")?;
-        let p = exec
-            .valued_run(&out.found_forced, record, &mut names)?
-            .0
-            .filter(|p| !p.failed)
-            .ok_or("the nearest successful run, re-run recording values, did not pass")?;
-        let switched = out.candidates[found].forced.clone();
+        // the instances that evaluated to their forced outcome anyway changed nothing
+        let keep = |i: &usize| !out.found_noop.get(*i).copied().unwrap_or(false);
+        let idx: Vec<usize> = (0..out.found_forced.len()).filter(keep).collect();
+        let forced: Vec<pathgen::Forced> = idx.iter().map(|&i| out.found_forced[i]).collect();
+        let p = ended(
+            exec.valued_run(&forced, record, &mut names)?,
+            false,
+            "the nearest successful run",
+        )?;
+        let switched: Vec<u32> = idx
+            .iter()
+            .map(|&i| out.candidates[found].forced[i])
+            .collect();
         let reference = causal::Reference {
             dump,
             cd,
             labels: None,
             switched: &switched,
         };
-        let mut rep = rerun::DumpReplayer::new(exec, None, out.found_forced.clone());
+        let mut rep = rerun::DumpReplayer::new(exec, None, forced);
         let walk =
             causal::causal_path(dump, cd, (&f, &p), reference, &mut rep, &mut names, config)?;
         let shown = switched
@@ -215,6 +222,26 @@ fn causal_path(
     }
     ex.with_causal_path(dump, &f, &walk, mode, reference, &names);
     Ok(())
+}
+
+/// The run of a re-run recording values, which must have failed (`fail`) or passed.
+fn ended(
+    (run, r): (
+        Option<causal::ValuedRun>,
+        crate::localize::cfx::ExperimentResult,
+    ),
+    fail: bool,
+    what: &str,
+) -> Result<causal::ValuedRun, String> {
+    match run {
+        Some(run) if run.failed == fail => Ok(run),
+        _ => Err(format!(
+            "{what}, re-run recording values, did not {}: {:?}, {}",
+            if fail { "fail" } else { "pass" },
+            r.outcome,
+            r.detail
+        )),
+    }
 }
 
 /// The ranked entry `line` (`FILE:LINE`, the file as ranked or a path ending in it), or the top.

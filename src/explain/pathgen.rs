@@ -107,6 +107,10 @@ pub struct Run {
     pub verdict: Verdict,
     pub trace: Option<Trace>,
     pub detail: String,
+    /// Per forced instance, the outcome its condition evaluated to (before forcing), when the
+    /// front-end reported it: an instance that evaluated to its forced outcome anyway changed
+    /// nothing.
+    pub was: Vec<Option<bool>>,
 }
 
 /// Re-runs the failing test with a set of branch instances forced.
@@ -155,6 +159,9 @@ pub struct Outcome {
     pub report: Option<Distance>,
     /// The forced set that gave the successful run (empty when none was found).
     pub found_forced: Vec<Forced>,
+    /// Per instance of `found_forced`: it evaluated to its forced outcome anyway (forcing it
+    /// changed nothing; the run is the same without it).
+    pub found_noop: Vec<bool>,
     /// Re-runs made (a candidate's chain may need several; cached runs are not counted twice).
     pub runs: usize,
     /// Why the search stopped before it was exhausted (budget), if it did.
@@ -164,6 +171,7 @@ pub struct Outcome {
 /// A run of a forced prefix, cached.
 struct Realized {
     forced: Vec<Forced>,
+    was: Vec<Option<bool>>,
     verdict: Verdict,
     detail: String,
     run: Option<(Trace, RunIndex, Vec<Option<u32>>)>,
@@ -209,6 +217,7 @@ pub fn search<E: Executor>(
             found: None,
             report: None,
             found_forced: Vec::new(),
+            found_noop: Vec::new(),
             runs: 0,
             stopped: None,
         },
@@ -278,6 +287,12 @@ impl<E: Executor> Search<'_, E> {
             self.out.found = Some(self.out.candidates.len() - 1);
             self.out.report = distance;
             self.out.found_forced = r.forced.clone();
+            self.out.found_noop = r
+                .forced
+                .iter()
+                .enumerate()
+                .map(|(i, f)| r.was.get(i).copied().flatten() == Some(f.to))
+                .collect();
             return Ok(true);
         }
         Ok(false)
@@ -351,6 +366,7 @@ impl<E: Executor> Search<'_, E> {
         });
         Ok(Realized {
             forced,
+            was: run.was,
             verdict: run.verdict,
             detail: run.detail,
             run: indexed,
@@ -361,6 +377,7 @@ impl<E: Executor> Search<'_, E> {
 fn unreached(detail: String) -> Realized {
     Realized {
         forced: Vec::new(),
+        was: Vec::new(),
         verdict: Verdict::Unreached,
         detail,
         run: None,

@@ -124,7 +124,8 @@ impl<'a> DumpExecutor<'a> {
         forced: &[Forced],
         values: serde_json::Value,
     ) -> (ExperimentResult, PathBuf) {
-        self.rerun(forced, self.limit, false, Some(values))
+        // nothing forced: a control run (its outcome stands, no flip to check)
+        self.rerun(forced, self.limit, forced.is_empty(), Some(values))
     }
 
     /// Re-runs with `forced`, recording values: the run, `None` when it did not end with a
@@ -201,10 +202,21 @@ impl Executor for DumpExecutor<'_> {
                 dir.display()
             ));
         }
+        let was = r
+            .forced_report
+            .as_ref()
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .map(|f| f["was"].as_u64().map(|w| w == 1))
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(Run {
             verdict,
             trace,
             detail: r.detail,
+            was,
         })
     }
 }

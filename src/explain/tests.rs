@@ -379,6 +379,7 @@ impl Executor for Fig2<'_> {
             verdict,
             trace: Some(trace(self.dump, &fig2_run(v))),
             detail: String::new(),
+            was: Vec::new(),
         })
     }
 }
@@ -539,6 +540,7 @@ fn a_crashed_prefix_makes_its_extensions_unreached() {
                     verdict: Verdict::Crash,
                     trace: None,
                     detail: "boom".into(),
+                    was: Vec::new(),
                 });
             }
             self.0.run(forced)

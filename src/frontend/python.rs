@@ -54,6 +54,10 @@ const PACKAGE: &[(&str, &str)] = &[
         "prosecutor_tracer/serve.py",
         include_str!("../../frontends/python/prosecutor_tracer/serve.py"),
     ),
+    (
+        "prosecutor_tracer/values.py",
+        include_str!("../../frontends/python/prosecutor_tracer/values.py"),
+    ),
 ];
 
 /// Options of one tracing run.
@@ -696,6 +700,24 @@ pub fn pytest_available() -> bool {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// Every module of the tracer package is embedded in the binary (a missing one makes the
+    /// extracted package fail at the first import of it, or quietly lose a feature).
+    #[test]
+    fn every_tracer_module_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("frontends/python/prosecutor_tracer");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".py") {
+                let rel = format!("prosecutor_tracer/{name}");
+                assert!(
+                    PACKAGE.iter().any(|(p, _)| *p == rel),
+                    "{rel} is not in PACKAGE"
+                );
+            }
+        }
+    }
 
     /// The Python front-end tests need python3 with pytest: without it they fail, saying so.
     fn require_pytest() {

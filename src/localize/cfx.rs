@@ -100,6 +100,10 @@ pub struct ExperimentResult {
     /// not know the request leaves it false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forced: bool,
+    /// The front-end's report on each forced instance (`[{"stmt", "occurrence", "to",
+    /// "reached", "was"}, ...]`), when it gave one.
+    #[serde(skip)]
+    pub forced_report: Option<serde_json::Value>,
     /// The steps the re-run patched (when [`Experiment::values`] asked for a patch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patched: Option<Vec<u64>>,
@@ -533,6 +537,7 @@ fn experiment(
             duration_ms: 0,
             runner: String::new(),
             forced: false,
+            forced_report: None,
             patched: None,
         },
         Control::Fails(took) => {
@@ -714,6 +719,7 @@ impl<'a> Runner<'a> {
             duration_ms: reply.duration_ms,
             runner,
             forced: reply.forced.is_some(),
+            forced_report: reply.forced,
             patched: reply.patched,
         }
     }
@@ -794,6 +800,7 @@ fn run_one(
         duration_ms: start.elapsed().as_millis() as u64,
         runner: String::new(),
         forced: false,
+        forced_report: None,
         patched: None,
     };
     let mut cmd = Command::new(&argv[0]);
@@ -872,6 +879,7 @@ fn run_one(
             let (o, detail) = classify(&r.outcome, r.flipped, r.detail, control);
             ExperimentResult {
                 forced: r.forced.is_some(),
+                forced_report: r.forced,
                 patched: r.patched,
                 ..finish(o, detail)
             }
@@ -1009,6 +1017,7 @@ mod tests {
             duration_ms: 5,
             runner: "warm".into(),
             forced: false,
+            forced_report: None,
             patched: None,
         }
     }

@@ -155,9 +155,6 @@ fn eval_explain_measures_the_nearest_successful_run() {
 /// Seed 004 on listsum in regression mode (spec §5's Fig. 2: `{B, D, E}`, three steps, the
 /// first on the faulty line 15).
 #[test]
-#[ignore = "needs the values support in the binary (src/frontend/python.rs does not embed \
-            values.py yet) and explain's causal path on listsum (with values.py embedded, \
-            `explain --reference` gives a partial path of length 1 today)"]
 fn eval_explain_measures_the_causal_path() {
     let (_, _, cells, _, summary) = explained();
     assert_eq!(cell("causal_mode"), "regression", "{cells:?}");
