@@ -99,7 +99,8 @@ pub struct Single {
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// The failing run's defining points on the path, with the relevant variables each gives.
-    pub path: BTreeMap<u32, Vec<u32>>,
+    /// Each entry: the variable and its value (interned) just before the entry that needed it.
+    pub path: BTreeMap<u32, Vec<(u32, u32)>>,
     /// Switched branch instances (patch mode) that head the path, failing-run steps.
     pub head: Vec<u32>,
     pub singles: Vec<Single>,
@@ -115,6 +116,9 @@ pub struct Outcome {
     pub complete: bool,
     /// The failing run's step of the entry where it ended (`None`: it walked past the first).
     pub stop_at: Option<u32>,
+    /// Where it ended, when that statement instance behaved differently on equal values (an
+    /// edited statement, another branch outcome, the failure point): the path's root.
+    pub root: Option<u32>,
 }
 
 /// Where Γ is: an aligned entry (its position in the aligned list) or the end of the run.
@@ -361,11 +365,27 @@ impl<R: Replayer> Walk<'_, R> {
         vars
     }
 
+    /// Whether the statement instance at an aligned entry, given equal values, behaves
+    /// differently in the two runs: an edited statement (regression mode), a branch with
+    /// another outcome, or the failing run's last step (where it failed). Such a root is the
+    /// fault itself evaluated (Theorem 1) and heads the path.
+    fn runs_differently(&self, f0: u32, p0: u32) -> bool {
+        let (ft, pt) = (&self.f.trace, &self.p.trace);
+        let fst = &self.dump.stmts[ft.steps[f0 as usize].stmt as usize];
+        let pst = &self.reference.dump.stmts[pt.steps[p0 as usize].stmt as usize];
+        fst.text != pst.text
+            || ft.branch[f0 as usize] != pt.branch[p0 as usize]
+            || f0 as usize + 1 == ft.steps.len()
+    }
+
     fn single(&mut self, k: usize, a1: At, gamma: &[u32]) -> Result<Moved, String> {
         let (f0, p0) = self.aligned[k];
         let d = self.diffs(f0, p0);
         if d.is_empty() {
             let why = format!("{}: no value differs there (the root)", self.entry(f0));
+            if self.runs_differently(f0, p0) {
+                self.out.root = Some(f0);
+            }
             return Ok(Moved::Stop(why, true));
         }
         let runs = self.out.runs;
@@ -481,11 +501,14 @@ impl<R: Replayer> Walk<'_, R> {
 
     /// Adds the defining points of `vars` before the failing run's step `at`.
     fn add_defpoints(&mut self, vars: &[u32], at: u32) {
+        let frame = self.f.trace.steps[at as usize].frame;
         for &v in vars {
             if let Some(d) = self.defpoint(v, at) {
+                // the value the definition gave: the one `at` sees (nothing redefined it since)
+                let value = self.f.values.at(frame, v, at);
                 let given = self.out.path.entry(d).or_default();
-                if !given.contains(&v) {
-                    given.push(v);
+                if !given.iter().any(|g| g.0 == v) {
+                    given.push((v, value));
                 }
             }
         }

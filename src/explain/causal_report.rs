@@ -44,23 +44,48 @@ pub struct CausalPath {
     pub reaches_fault: Option<bool>,
 }
 
-/// The path's steps in the order their values were given: the head, then each defining point
-/// by the frame's next step (when the value is first seen), with the variables it gives.
-fn ordered(out: &Outcome, f: &ValuedRun) -> Vec<(u32, Vec<u32>)> {
+/// The path's steps in the order their values were given: the head and the root, then each
+/// defining point by the frame's next step (when the value is first seen), with the variables it
+/// gives and their values.
+fn ordered(out: &Outcome, f: &ValuedRun) -> Vec<(u32, Vec<(u32, u32)>)> {
     let tr = &f.trace;
     let next_in_frame = |k: u32| {
         let fr = tr.steps[k as usize].frame;
         (k + 1..tr.steps.len() as u32).find(|&j| tr.steps[j as usize].frame == fr)
     };
-    let mut body: Vec<(u32, u32, Vec<u32>)> = out
+    let mut body: Vec<(u32, u32, Vec<(u32, u32)>)> = out
         .path
         .iter()
-        .map(|(&k, vars)| (next_in_frame(k).unwrap_or(k), k, vars.clone()))
+        .map(|(&k, given)| (next_in_frame(k).unwrap_or(k), k, given.clone()))
         .collect();
     body.sort();
-    let mut v: Vec<(u32, Vec<u32>)> = out.head.iter().map(|&h| (h, Vec::new())).collect();
-    v.extend(body.into_iter().map(|(_, k, vars)| (k, vars)));
+    let mut v: Vec<(u32, Vec<(u32, u32)>)> = out.head.iter().map(|&h| (h, Vec::new())).collect();
+    if let Some(r) = out
+        .root
+        .filter(|r| !out.head.contains(r) && !out.path.contains_key(r))
+    {
+        v.push((r, Vec::new()));
+    }
+    v.extend(body.into_iter().map(|(_, k, given)| (k, given)));
     v
+}
+
+/// What a path step says: "At LINE, VAR is given VALUE, ..." for a definition; for the head
+/// or root, the branch's outcome, or that the failing run failed there, or (an edited
+/// statement) that the reference ran another version of it.
+fn says(line: u32, code: &str, given: &[Given], outcome: Option<bool>, last: bool) -> String {
+    if !given.is_empty() {
+        let g: Vec<String> = given
+            .iter()
+            .map(|g| format!("{} is given {}", g.var, g.value))
+            .collect();
+        return format!("At {line}, {}", g.join(", "));
+    }
+    match outcome {
+        Some(b) => format!("At {line}, ({code}) is {b}"),
+        None if last => format!("At {line}, ({code}) fails"),
+        None => format!("At {line}, ({code}) runs (the reference runs another version of it)"),
+    }
 }
 
 impl Explanation {
@@ -78,38 +103,27 @@ impl Explanation {
         let steps = ordered(out, f);
         self.causal_path = steps
             .iter()
-            .map(|(k, vars)| {
+            .map(|(k, given)| {
                 let st = &dump.stmts[tr.steps[*k as usize].stmt as usize];
-                let next = (k + 1..tr.steps.len() as u32)
-                    .find(|&j| tr.steps[j as usize].frame == tr.steps[*k as usize].frame);
-                let given: Vec<Given> = vars
+                let given: Vec<Given> = given
                     .iter()
-                    .map(|&v| Given {
+                    .map(|&(v, value)| Given {
                         var: names.name(v).to_owned(),
-                        value: next.map_or_else(
-                            || "(not recorded)".to_owned(),
-                            |n| {
-                                let fr = tr.steps[n as usize].frame;
-                                names.name(f.values.at(fr, v, n)).to_owned()
-                            },
-                        ),
+                        value: names.name(value).to_owned(),
                     })
                     .collect();
-                let says = if given.is_empty() {
-                    let b = tr.branch[*k as usize].unwrap_or(false);
-                    format!("At {}, ({}) is {b}", st.line, st.text)
-                } else {
-                    let g: Vec<String> = given
-                        .iter()
-                        .map(|g| format!("{} is given {}", g.var, g.value))
-                        .collect();
-                    format!("At {}, {}", st.line, g.join(", "))
-                };
+                let last = *k as usize + 1 == tr.steps.len();
                 Step {
                     file: st.file.clone(),
                     line: st.line,
                     code: st.text.clone(),
-                    what: Some(says),
+                    what: Some(says(
+                        st.line,
+                        &st.text,
+                        &given,
+                        tr.branch[*k as usize],
+                        last,
+                    )),
                     belief: None,
                     value: None,
                     failing_value: None,

@@ -141,7 +141,8 @@ fn causal_path(
         true,
         "the failing test",
     )?;
-    if f.trace.steps.len() != control.steps.len() {
+    // patch mode names the switched instances by the control run's steps
+    if req.reference.is_none() && f.trace.steps.len() != control.steps.len() {
         return Err(format!(
             "the failing test is not deterministic: re-run recording values it took {} steps, \
              before {}",

@@ -124,8 +124,10 @@ impl<'a> DumpExecutor<'a> {
         forced: &[Forced],
         values: serde_json::Value,
     ) -> (ExperimentResult, PathBuf) {
-        // nothing forced: a control run (its outcome stands, no flip to check)
-        self.rerun(forced, self.limit, forced.is_empty(), Some(values))
+        // nothing forced: a control run (its outcome stands, no flip to check); recording
+        // values costs a few times the run
+        let limit = (self.limit * 4).max(Duration::from_secs(20));
+        self.rerun(forced, limit, forced.is_empty(), Some(values))
     }
 
     /// Re-runs with `forced`, recording values: the run, `None` when it did not end with a
