@@ -418,6 +418,26 @@ fn explain_cells(e: Option<&Explained>) -> String {
     .join(",")
 }
 
+/// The fields of one line of `cases.csv` (quoted as [`csv_field`] writes them: `"..."`, `""` an
+/// escaped quote).
+pub fn csv_fields(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
 /// The columns `eval --explain` fills (per case: the same on each of its rows).
 pub const EXPLAIN_COLUMNS: [&str; 12] = [
     "nsr_found",
@@ -825,7 +845,7 @@ mod tests {
             let rows: Vec<Vec<String>> = csv
                 .lines()
                 .filter(|l| l.starts_with(&format!("{name},")))
-                .map(split_csv)
+                .map(csv_fields)
                 .collect();
             assert_eq!(rows.len(), Tech::all().len());
             assert!(rows.iter().all(|r| r.len() == header.len()), "{rows:?}");
@@ -866,25 +886,6 @@ mod tests {
         }
         // before the case errors
         assert!(md.find("## Seeds 003 and 004").unwrap() < md.find("## Errors").unwrap());
-    }
-
-    /// The fields of a CSV line (quotes as [`csv_field`] writes them).
-    fn split_csv(line: &str) -> Vec<String> {
-        let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-        let mut chars = line.chars().peekable();
-        while let Some(c) = chars.next() {
-            match (c, quoted) {
-                ('"', true) if chars.peek() == Some(&'"') => {
-                    cur.push('"');
-                    chars.next();
-                }
-                ('"', _) => quoted = !quoted,
-                (',', false) => out.push(std::mem::take(&mut cur)),
-                (c, _) => cur.push(c),
-            }
-        }
-        out.push(cur);
-        out
     }
 
     #[test]

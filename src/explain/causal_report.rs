@@ -47,26 +47,29 @@ pub struct CausalPath {
 /// The path's steps in the order their values were given: the head and the root, then each
 /// defining point by the frame's next step (when the value is first seen), with the variables it
 /// gives and their values.
-fn ordered(out: &Outcome, f: &ValuedRun) -> Vec<(u32, Vec<(u32, u32)>)> {
+/// A path step: the failing run's step and the `(variable, value)` pairs it gives.
+type PathStep = (u32, Vec<(u32, u32)>);
+
+fn ordered(out: &Outcome, f: &ValuedRun) -> Vec<PathStep> {
     let tr = &f.trace;
     let next_in_frame = |k: u32| {
         let fr = tr.steps[k as usize].frame;
         (k + 1..tr.steps.len() as u32).find(|&j| tr.steps[j as usize].frame == fr)
     };
-    let mut body: Vec<(u32, u32, Vec<(u32, u32)>)> = out
+    let mut body: Vec<(u32, PathStep)> = out
         .path
         .iter()
-        .map(|(&k, given)| (next_in_frame(k).unwrap_or(k), k, given.clone()))
+        .map(|(&k, given)| (next_in_frame(k).unwrap_or(k), (k, given.clone())))
         .collect();
     body.sort();
-    let mut v: Vec<(u32, Vec<(u32, u32)>)> = out.head.iter().map(|&h| (h, Vec::new())).collect();
+    let mut v: Vec<PathStep> = out.head.iter().map(|&h| (h, Vec::new())).collect();
     if let Some(r) = out
         .root
         .filter(|r| !out.head.contains(r) && !out.path.contains_key(r))
     {
         v.push((r, Vec::new()));
     }
-    v.extend(body.into_iter().map(|(_, k, given)| (k, given)));
+    v.extend(body.into_iter().map(|(_, step)| step));
     v
 }
 

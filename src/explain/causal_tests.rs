@@ -182,8 +182,14 @@ impl Replayer for Interp<'_> {
     }
 }
 
-/// The causal path of the faulty program against `reference`: (path steps, head, outcome).
-fn fig2_path(reference: Fig2, switched: &[u32], fast: bool) -> super::causal::Outcome {
+/// The causal path of the faulty program against `reference` (`switched`: the failing run's
+/// steps the reference switched), with at most `max_runs` patched re-runs; the re-runs made.
+fn fig2_path(
+    reference: Fig2,
+    switched: &[u32],
+    fast: bool,
+    max_runs: usize,
+) -> (super::causal::Outcome, usize) {
     let faulty = Fig2 {
         faulty: true,
         switch: None,
@@ -203,10 +209,7 @@ fn fig2_path(reference: Fig2, switched: &[u32], fast: bool) -> super::causal::Ou
         failing: f.clone(),
         runs: 0,
     };
-    let config = Config {
-        max_runs: 100,
-        fast,
-    };
+    let config = Config { max_runs, fast };
     let reference = Reference {
         dump: &dump,
         cd: &cd,
@@ -215,7 +218,7 @@ fn fig2_path(reference: Fig2, switched: &[u32], fast: bool) -> super::causal::Ou
     };
     let out = causal_path(&dump, &cd, (&f, &p), reference, &mut r, &mut names, &config).unwrap();
     assert_eq!(out.runs, r.runs);
-    out
+    (out, r.runs)
 }
 
 // Failing-run steps of spec §5's points (the test's call is step 0).
@@ -228,13 +231,14 @@ const CALL: u32 = 0; // the test's `result = m()`
 #[test]
 fn fig_2_regression_mode_path_is_b_d_e() {
     for fast in [true, false] {
-        let out = fig2_path(
+        let (out, _) = fig2_path(
             Fig2 {
                 faulty: false,
                 switch: None,
             },
             &[],
             fast,
+            100,
         );
         let steps: Vec<u32> = out.path.keys().copied().collect();
         assert_eq!(steps, [CALL, B, D, E], "fast passes: {fast}");
@@ -255,13 +259,14 @@ fn fig_2_regression_mode_path_is_b_d_e() {
 
 #[test]
 fn fig_2_patch_mode_path_is_d_e_headed_by_the_switched_if() {
-    let out = fig2_path(
+    let (out, _) = fig2_path(
         Fig2 {
             faulty: true,
             switch: Some(0),
         },
         &[C],
         true,
+        100,
     );
     let steps: Vec<u32> = out.path.keys().copied().collect();
     assert_eq!(steps, [CALL, D, E]);
@@ -271,39 +276,12 @@ fn fig_2_patch_mode_path_is_d_e_headed_by_the_switched_if() {
 
 #[test]
 fn fig_2_walk_stops_at_the_run_budget() {
-    let faulty = Fig2 {
-        faulty: true,
-        switch: None,
-    };
-    let f_out = faulty.run(None).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let dump = list_program().write(dir.path(), &f_out.0);
-    let cd = ControlDeps::compute(&dump);
-    let mut names = interner();
-    let f = faulty.valued(&dump, &f_out, &mut names);
     let reference = Fig2 {
         faulty: false,
         switch: None,
     };
-    let p = reference.valued(&dump, &reference.run(None).unwrap(), &mut names);
-    let mut r = Interp {
-        dump: &dump,
-        reference,
-        failing: f.clone(),
-        runs: 0,
-    };
-    let config = Config {
-        max_runs: 2,
-        fast: true,
-    };
-    let reference = Reference {
-        dump: &dump,
-        cd: &cd,
-        labels: None,
-        switched: &[],
-    };
-    let out = causal_path(&dump, &cd, (&f, &p), reference, &mut r, &mut names, &config).unwrap();
-    assert_eq!(r.runs, 2);
+    let (out, runs) = fig2_path(reference, &[], true, 2);
+    assert_eq!(runs, 2);
     assert!(!out.complete);
     assert!(out.ended.contains("budget"), "{}", out.ended);
 }

@@ -84,30 +84,11 @@ pub(crate) fn csv_rows(out: &Path) -> Vec<Vec<String>> {
     );
     lines
         .map(|l| {
-            let r = split_csv(l);
+            let r = prosecutor::eval::output::csv_fields(l);
             assert_eq!(r.len(), 25, "{l}");
             r
         })
         .collect()
-}
-
-/// The fields of a CSV line ("..." quoting, "" an escaped quote).
-fn split_csv(line: &str) -> Vec<String> {
-    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
 }
 
 fn row<'a>(rows: &'a [Vec<String>], case: &str, tech: &str) -> &'a [String] {

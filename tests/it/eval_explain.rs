@@ -69,21 +69,6 @@ fn explain_cells(rows: &[Vec<String>], case: &str) -> Vec<String> {
     mine[0][13..].to_vec()
 }
 
-const COLUMNS: [&str; 12] = [
-    "nsr_found",
-    "nsr_size",
-    "nsr_runs",
-    "nsr_score",
-    "nsr_bucket",
-    "causal_mode",
-    "causal_length",
-    "causal_complete",
-    "causal_reaches_fault",
-    "causal_runs",
-    "explain_seconds",
-    "explain_error",
-];
-
 /// `eval --explain` on listsum, run once: (its temp dir, OUT, the explain columns by name, the
 /// `prosecutor` row, summary.md).
 #[allow(clippy::type_complexity)]
@@ -107,7 +92,9 @@ fn explained() -> &'static (
         let out = tmp.path().join("out");
         eval(&m, &out, &["--explain"]);
         let rows = csv_rows(&out);
-        let cells = COLUMNS.into_iter().zip(explain_cells(&rows, "listsum"));
+        let cells = prosecutor::eval::output::EXPLAIN_COLUMNS
+            .into_iter()
+            .zip(explain_cells(&rows, "listsum"));
         let full = rows.iter().find(|r| r[1] == "prosecutor").cloned().unwrap();
         let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
         (tmp, out, cells.collect(), full, summary)
