@@ -513,6 +513,10 @@ pub struct ExplainArgs {
     /// Def-Free and Definition fast passes.
     #[arg(long, help_heading = "Explain")]
     pub no_fast_passes: bool,
+    /// Causal path: the longest failing run (steps) whose values are recorded; a longer one
+    /// gets no causal path (a warning says so).
+    #[arg(long, default_value_t = crate::explain::causal::DEFAULT_MAX_STEPS, help_heading = "Explain")]
+    pub causal_max_steps: usize,
     /// Causal path in regression mode: a dump of the fixed version, traced with the same test
     /// (e.g. `prosecutor trace --src fixed_src --out REF -- TEST COMMAND`); default: patch mode,
     /// against the nearest successful run.
@@ -756,6 +760,7 @@ pub fn try_main() -> Result<i32, Error> {
                 causal: (a.causal_runs > 0).then_some(crate::explain::causal::Config {
                     max_runs: a.causal_runs,
                     fast: !a.no_fast_passes,
+                    max_steps: a.causal_max_steps,
                 }),
                 reference: a.reference.clone(),
                 faulty: a

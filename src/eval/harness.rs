@@ -515,7 +515,7 @@ fn explain_case(
         )),
         causal: (x.causal_runs > 0).then_some(crate::explain::causal::Config {
             max_runs: x.causal_runs,
-            fast: true,
+            ..Default::default()
         }),
         reference,
         faulty: case.fault.clone(),

@@ -62,6 +62,9 @@ pub struct Config {
     pub max_runs: usize,
     /// Use the Def-Free and Definition fast passes (else Single-Step everywhere).
     pub fast: bool,
+    /// The longest failing run (in steps) whose values are recorded: every re-run records each
+    /// step's locals, a few times the run's cost.
+    pub max_steps: usize,
 }
 
 impl Default for Config {
@@ -69,9 +72,13 @@ impl Default for Config {
         Config {
             max_runs: 200,
             fast: true,
+            max_steps: DEFAULT_MAX_STEPS,
         }
     }
 }
+
+/// [`Config::max_steps`] by default.
+pub const DEFAULT_MAX_STEPS: usize = 200_000;
 
 /// Which rule moved Γ back over one aligned pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -160,12 +167,15 @@ pub fn causal_path<R: Replayer>(
         unit_starts(dump, &f.trace),
         unit_starts(reference.dump, &p.trace),
     );
-    let aligned: Vec<(u32, u32)> = align(&fidx, &pidx)
-        .iter()
-        .enumerate()
-        .filter_map(|(i, q)| q.map(|q| (i as u32, q)))
-        .filter(|&(i, q)| fs[i as usize] && ps[q as usize])
-        .collect();
+    // statement instances aligned: a step's pair of statement instances, the first pair kept
+    let mut aligned: Vec<(u32, u32)> = Vec::new();
+    for (i, q) in align(&fidx, &pidx).iter().enumerate() {
+        let Some(q) = *q else { continue };
+        let pair = (fs[i], ps[q as usize]);
+        if aligned.last().is_none_or(|l| l.0 < pair.0 && l.1 < pair.1) {
+            aligned.push(pair);
+        }
+    }
     let mut w = Walk {
         dump,
         reference,
@@ -218,18 +228,24 @@ struct Walk<'a, R: Replayer> {
     out: Outcome,
 }
 
-/// Whether each step begins a statement instance: a statement with condition operands is
+/// The first step of each step's statement instance: a statement with condition operands is
 /// several steps on one line, its operands' first (docs/trace-format.md "Values, capture and
 /// patch"), and "before the statement" is before its first step. The walk's entries are these
-/// first steps.
-fn unit_starts(dump: &Dump, tr: &Trace) -> Vec<bool> {
+/// first steps; an edited statement's instances align by any of their steps.
+fn unit_starts(dump: &Dump, tr: &Trace) -> Vec<u32> {
     let at = |i: usize| {
         let s = tr.steps[i];
         let st = &dump.stmts[s.stmt as usize];
         (s.frame, st.line, &st.file)
     };
+    let mut start = 0u32;
     (0..tr.steps.len())
-        .map(|i| i == 0 || at(i - 1) != at(i))
+        .map(|i| {
+            if i > 0 && at(i - 1) != at(i) {
+                start = i as u32;
+            }
+            start
+        })
         .collect()
 }
 
@@ -247,6 +263,10 @@ impl<R: Replayer> Walk<'_, R> {
         let mut gamma = vec![OUTCOME];
         let mut a1: At = None;
         for k in (0..self.aligned.len()).rev() {
+            if self.inside_unrelated_call(k, a1, &gamma) {
+                self.out.def_free += 1;
+                continue;
+            }
             match self.step(k, a1, &gamma)? {
                 Moved::To(g0, rule) => {
                     match rule {
@@ -280,6 +300,39 @@ impl<R: Replayer> Walk<'_, R> {
         self.out.ended = "the first aligned entry".to_owned();
         self.out.complete = true;
         Ok(())
+    }
+
+    /// Whether entry `k` lies inside a call that `a1`'s frame made and that left Γ (variables of
+    /// that frame) as it was, in both runs: such a call carries nothing of Γ, and the walk goes
+    /// on from the step that made it (the paper's store is global; ours is a frame's locals, so a
+    /// callee's entry alone would see no difference).
+    fn inside_unrelated_call(&self, k: usize, a1: At, gamma: &[u32]) -> bool {
+        let Some(a1) = a1 else {
+            return false;
+        };
+        let ((f0, _), (f1, p1)) = (self.aligned[k], self.aligned[a1]);
+        let (ft, pt) = (&self.f.trace, &self.p.trace);
+        let g = ft.steps[f1 as usize].frame;
+        if ft.steps[f0 as usize].frame == g {
+            return false;
+        }
+        let steps = &self.frame_steps[g as usize];
+        let Some(&c) = steps[..steps.partition_point(|&s| s < f1)].last() else {
+            return false; // a1 opened its frame: a0 is in the caller
+        };
+        if c >= f0 {
+            return false;
+        }
+        let Ok(i) = self.aligned.binary_search_by_key(&c, |a| a.0) else {
+            return false; // the call step is not a shared entry
+        };
+        let pc = self.aligned[i].1;
+        let (pg, pg1) = (pt.steps[pc as usize].frame, pt.steps[p1 as usize].frame);
+        pg == pg1
+            && gamma.iter().all(|&v| {
+                self.f.values.at(g, v, c) == self.f.values.at(g, v, f1)
+                    && self.p.values.at(pg, v, pc) == self.p.values.at(pg, v, p1)
+            })
     }
 
     /// Moves Γ (at `a1`) back to the aligned entry `k`.

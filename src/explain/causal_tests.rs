@@ -209,7 +209,11 @@ fn fig2_path(
         failing: f.clone(),
         runs: 0,
     };
-    let config = Config { max_runs, fast };
+    let config = Config {
+        max_runs,
+        fast,
+        ..Default::default()
+    };
     let reference = Reference {
         dump: &dump,
         cd: &cd,

@@ -134,6 +134,14 @@ fn causal_path(
     let (Some(config), Some((_, run))) = (&req.causal, &req.search) else {
         return Ok(());
     };
+    if control.steps.len() > config.max_steps {
+        return Err(format!(
+            "the failing run has {} steps, more than the {} whose values are recorded \
+             (--causal-max-steps)",
+            control.steps.len(),
+            config.max_steps
+        ));
+    }
     let mut names = values::interner();
     let record = serde_json::json!({ "record": true });
     let f = ended(

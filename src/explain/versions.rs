@@ -7,8 +7,10 @@
 //! Myers diff): equal statements keep their label; a replaced block of as many statements on
 //! each side pairs them in order (an edited statement keeps its label, as Theorem 1's mutation
 //! `x =ℓ e1 ⇒ x =ℓ e2` does); inserted and deleted statements have a label of their own.
-//! Files pair by path, else by file name when it is unique in both versions (QuixBugs'
-//! `python_programs/x.py` and `correct_python_programs/x.py`).
+//! A condition's operands (`x = a and b` has the operand `a`, a statement of its own) take no
+//! part in that diff: they pair, by text, within their whole statements' pair (an operand added
+//! by the fix has a label of its own). Files pair by path, else by file name when it is unique
+//! in both versions (QuixBugs' `python_programs/x.py` and `correct_python_programs/x.py`).
 
 use std::collections::HashMap;
 
@@ -34,30 +36,71 @@ pub fn match_statements(faulty: &Dump, fixed: &Dump) -> Vec<Option<StmtId>> {
         let Some(fs) = partner(file, &ff) else {
             continue;
         };
-        let text = |d: &Dump, v: &[StmtId]| -> Vec<String> {
-            v.iter()
-                .map(|&s| d.stmts[s as usize].text.clone())
-                .collect()
-        };
-        let (ft, rt) = (text(faulty, fs), text(fixed, rs));
-        for op in capture_diff_slices(Algorithm::Myers, &ft, &rt) {
-            match op {
-                DiffOp::Equal {
-                    old_index,
-                    new_index,
-                    len,
-                } => pair(&mut out, fs, rs, old_index, new_index, len),
-                DiffOp::Replace {
-                    old_index,
-                    old_len,
-                    new_index,
-                    new_len,
-                } if old_len == new_len => pair(&mut out, fs, rs, old_index, new_index, old_len),
-                _ => {}
-            }
+        // whole statements first; a condition's operands then pair within their statement's line
+        let (fw, rw) = (wholes(faulty, fs), wholes(fixed, rs));
+        diff_pair(&mut out, faulty, fixed, &fw, &rw);
+        for &r in &rw {
+            let Some(f) = out[r as usize] else { continue };
+            let (fl, rl) = (faulty.stmts[f as usize].line, fixed.stmts[r as usize].line);
+            let fo: Vec<StmtId> = operands(faulty, fs, fl);
+            let ro: Vec<StmtId> = operands(fixed, rs, rl);
+            diff_pair(&mut out, faulty, fixed, &fo, &ro);
         }
     }
     out
+}
+
+/// Whether a statement is a condition's operand (its id has a part after `file:line:col`,
+/// `m.py:15:12:and`), not a whole statement.
+fn is_operand(d: &Dump, s: StmtId) -> bool {
+    let st = &d.stmts[s as usize];
+    st.id
+        .strip_prefix(&format!("{}:{}:", st.file, st.line))
+        .is_some_and(|rest| rest.contains(':'))
+}
+
+fn wholes(d: &Dump, v: &[StmtId]) -> Vec<StmtId> {
+    v.iter().copied().filter(|&s| !is_operand(d, s)).collect()
+}
+
+fn operands(d: &Dump, v: &[StmtId], line: u32) -> Vec<StmtId> {
+    v.iter()
+        .copied()
+        .filter(|&s| is_operand(d, s) && d.stmts[s as usize].line == line)
+        .collect()
+}
+
+/// Pairs `rs` (fixed) with `fs` (faulty) by a diff of their texts: equal ones, and a replaced
+/// block of as many statements on each side in order.
+fn diff_pair(
+    out: &mut [Option<StmtId>],
+    faulty: &Dump,
+    fixed: &Dump,
+    fs: &[StmtId],
+    rs: &[StmtId],
+) {
+    let text = |d: &Dump, v: &[StmtId]| -> Vec<String> {
+        v.iter()
+            .map(|&s| d.stmts[s as usize].text.clone())
+            .collect()
+    };
+    let (ft, rt) = (text(faulty, fs), text(fixed, rs));
+    for op in capture_diff_slices(Algorithm::Myers, &ft, &rt) {
+        match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => pair(out, fs, rs, old_index, new_index, len),
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } if old_len == new_len => pair(out, fs, rs, old_index, new_index, old_len),
+            _ => {}
+        }
+    }
 }
 
 /// A statement's place in its file: line, then column (from its id `file:line:col`, else 0).
