@@ -569,3 +569,45 @@ fn a_crashed_prefix_makes_its_extensions_unreached() {
     assert_eq!(verdict(&[3]), Verdict::Crash);
     assert_eq!(verdict(&[1, 3, 6]), Verdict::Fail);
 }
+
+/// Regression mode's statement matching: the fix adds an operand to the condition at line 2
+/// (`if a:` → `if b or a:`, an operand statement of its own, placed first on its line); the
+/// whole statements still pair (a diff over all statements would pair the operand instead), the
+/// added operand has a label of its own.
+#[test]
+fn versions_pair_whole_statements_and_leave_an_added_operand_alone() {
+    let program = |operand: bool| {
+        let mut stmts = vec![
+            ("m.py:1:4", "assign", 1),
+            ("m.py:2:4", "branch", 2),
+            ("m.py:3:8", "return", 3),
+        ];
+        if operand {
+            stmts.push(("m.py:2:7:or", "branch", 2));
+        }
+        Program {
+            stmts,
+            cfg: vec![("m.py:1:4", "m.py:2:4"), ("m.py:2:4", "m.py:3:8")],
+            loops: vec![],
+            defs: vec![],
+            uses: vec![],
+        }
+    };
+    let run = [
+        ("m.py:1:4", None),
+        ("m.py:2:4", Some(true)),
+        ("m.py:3:8", None),
+    ];
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let faulty = program(false).write(d1.path(), &run);
+    let fixed = program(true).write(d2.path(), &run);
+    let m = super::versions::match_statements(&faulty, &fixed);
+    let pair =
+        |id: &str| m[fixed.stmt(id).unwrap() as usize].map(|s| faulty.stmts[s as usize].id.clone());
+    for id in ["m.py:1:4", "m.py:2:4", "m.py:3:8"] {
+        assert_eq!(pair(id).as_deref(), Some(id));
+    }
+    assert_eq!(pair("m.py:2:7:or"), None);
+    let labels = super::versions::labels(&faulty, &m);
+    assert!(labels[fixed.stmt("m.py:2:7:or").unwrap() as usize] >= faulty.stmts.len() as u32);
+}
