@@ -84,10 +84,25 @@ pub fn localize_python(project: &Path, dump: &Path, options: &[&str]) -> Command
 /// run in `project` as [`localize_python`] runs it.
 #[allow(dead_code)] // for the modules that only trace
 pub fn trace_python(project: &Path, dump: &Path) -> Command {
+    trace_python_version(project, "src", dump, &[], &[])
+}
+
+/// `prosecutor trace --src SRC FLAGS --out DUMP -- python3 -m pytest ... tests TEST_ARGS` in
+/// `project`: a version of the code (a fixed one: `--passing-ok`, and the option its tests
+/// take to import it).
+pub fn trace_python_version(
+    project: &Path,
+    src: &str,
+    dump: &Path,
+    flags: &[&str],
+    test_args: &[&str],
+) -> Command {
     let mut c = bin();
     c.current_dir(project)
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .args(["trace", "--src", "src", "--out"])
+        .arg("trace")
+        .args(flags)
+        .args(["--src", src, "--out"])
         .arg(dump)
         .args([
             "--",
@@ -98,7 +113,8 @@ pub fn trace_python(project: &Path, dump: &Path) -> Command {
             "-p",
             "no:cacheprovider",
             "tests",
-        ]);
+        ])
+        .args(test_args);
     c
 }
 

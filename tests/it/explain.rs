@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{bin, copy_dir, root, trace_python};
+use crate::common::{bin, copy_dir, root, trace_python, trace_python_version};
 use prosecutor::cdg::ControlDeps;
 use prosecutor::dump::Dump;
 use prosecutor::explain::index::Indexer;
@@ -32,11 +32,18 @@ fn traced() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
 /// `explain DUMP --no-cfx --format json --test tests/test_apg.py::TEST ARGS`.
 fn explain(test: &str, args: &[&str]) -> Value {
     let (_, _, dump) = traced();
+    let test = format!("tests/test_apg.py::{test}");
+    let mut all = vec!["--test", test.as_str()];
+    all.extend_from_slice(args);
+    explain_dump(dump, &all)
+}
+
+/// `explain DUMP --no-cfx --format json ARGS`, which must succeed.
+fn explain_dump(dump: &std::path::Path, args: &[&str]) -> Value {
     let out = bin()
         .arg("explain")
         .arg(dump)
-        .args(["--no-cfx", "--format", "json", "--test"])
-        .arg(format!("tests/test_apg.py::{test}"))
+        .args(["--no-cfx", "--format", "json"])
         .args(args)
         .output()
         .unwrap();
@@ -254,21 +261,7 @@ fn listsum() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let out = bin()
-            .current_dir(&project)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .args(["trace", "--passing-ok", "--src", "fixed", "--out"])
-            .arg(&fixed)
-            .args([
-                "--",
-                "python3",
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-            ])
-            .args(["tests", "--fixed"])
+        let out = trace_python_version(&project, "fixed", &fixed, &["--passing-ok"], &["--fixed"])
             .output()
             .unwrap();
         assert!(
@@ -283,19 +276,9 @@ fn listsum() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
 /// `explain` of listsum's failing test, JSON.
 fn explain_listsum(args: &[&str]) -> Value {
     let (_, dump, _) = listsum();
-    let out = bin()
-        .arg("explain")
-        .arg(dump)
-        .args(["--no-cfx", "--format", "json", "--faulty", "listsum.py:15"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut all = vec!["--faulty", "listsum.py:15"];
+    all.extend_from_slice(args);
+    explain_dump(dump, &all)
 }
 
 /// The causal path's lines, and what each step says.
