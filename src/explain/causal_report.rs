@@ -116,6 +116,17 @@ impl Explanation {
                     })
                     .collect();
                 let last = *k as usize + 1 == tr.steps.len();
+                let value = match given.as_slice() {
+                    [] => tr.branch[*k as usize].map(serde_json::Value::Bool),
+                    [g] => Some(serde_json::Value::String(g.value.clone())),
+                    many => {
+                        let all: Vec<String> = many
+                            .iter()
+                            .map(|g| format!("{}={}", g.var, g.value))
+                            .collect();
+                        Some(serde_json::Value::String(all.join(", ")))
+                    }
+                };
                 Step {
                     file: st.file.clone(),
                     line: st.line,
@@ -128,7 +139,7 @@ impl Explanation {
                         last,
                     )),
                     belief: None,
-                    value: None,
+                    value,
                     failing_value: None,
                     step: Some(*k),
                     given,

@@ -33,9 +33,11 @@ pub struct Step {
     /// Propagation path: the posterior `Pr(incorrect | evidence)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub belief: Option<f64>,
-    /// Nearest successful run: the branch's outcome there (`true` / `false`).
+    /// Nearest successful run: the branch's outcome there (`true` / `false`). Causal path: the
+    /// value the step gives (a string; `VAR=VALUE, ...` when it gives several), or a predicate's
+    /// outcome in the failing run (`true` / `false`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<bool>,
+    pub value: Option<serde_json::Value>,
     /// Nearest successful run: its outcome in the failing run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failing_value: Option<bool>,
@@ -161,7 +163,7 @@ impl Explanation {
                         code: st.text.clone(),
                         what: None,
                         belief: None,
-                        value: was.map(|b| !b),
+                        value: was.map(|b| serde_json::Value::Bool(!b)),
                         failing_value: was,
                         step: Some(p),
                         given: Vec::new(),
@@ -328,7 +330,7 @@ impl Explanation {
                 s.line,
                 s.code,
                 show(s.failing_value),
-                show(s.value),
+                show(s.value.as_ref().and_then(serde_json::Value::as_bool)),
                 s.step.unwrap_or(0)
             )?;
         }
@@ -363,7 +365,7 @@ impl Explanation {
             "  subgraph cluster_nearest {{ label=\"nearest successful run\";"
         )?;
         for (i, s) in self.nearest_successful_run.iter().enumerate() {
-            let to = if s.value == Some(true) {
+            let to = if s.value == Some(serde_json::Value::Bool(true)) {
                 "true"
             } else {
                 "false"

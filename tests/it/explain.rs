@@ -306,6 +306,13 @@ fn causal_path_regression_mode_is_b_d_e_and_reaches_the_fault() {
     assert_eq!(lines, [15, 17, 13], "{says:?}");
     assert_eq!(says[0], "At 15, x is given True");
     assert_eq!(says[2], "At 13, s is given 4");
+    // every step has file, line, code and a value (issue 17's JSON contract)
+    let steps = v["causal_path"].as_array().unwrap();
+    assert_eq!(steps[0]["value"], "True");
+    assert_eq!(steps[2]["value"], "4");
+    assert!(steps
+        .iter()
+        .all(|s| s["file"].is_string() && s["code"].is_string()));
     assert!(
         says[1].starts_with("At 17, p is given Node("),
         "{}",
@@ -324,6 +331,7 @@ fn causal_path_patch_mode_is_d_e_headed_by_the_switched_if() {
     let (lines, says) = causal_steps(&v);
     assert_eq!(lines, [16, 17, 13], "{says:?}");
     assert_eq!(says[0], "At 16, (if x:) is true");
+    assert_eq!(v["causal_path"][0]["value"], true);
     assert_eq!(c["reaches_fault"], false);
     assert!(
         c["ended"].as_str().unwrap().contains("no value differs"),
