@@ -111,7 +111,8 @@ pub struct Outcome {
     /// Switched branch instances (patch mode) that head the path, failing-run steps.
     pub head: Vec<u32>,
     pub singles: Vec<Single>,
-    /// How often each fast pass fired.
+    /// How often each fast pass fired (Def-Free also counts the entries of a call stepped over,
+    /// which left the relevant set as it was).
     pub def_free: usize,
     pub definition: usize,
     /// Entries the two runs share.

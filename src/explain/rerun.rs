@@ -275,11 +275,6 @@ impl<'e, 'a, 'b> DumpReplayer<'e, 'a, 'b> {
         let have = &self.captured[&f0];
         Ok(vars.iter().map(|v| have[v].clone()).collect())
     }
-
-    /// Re-runs made for the reference side (0 in patch mode: they count as the failing test's).
-    pub fn reference_runs(&self) -> usize {
-        self.reference.as_ref().map_or(0, |r| r.runs())
-    }
 }
 
 /// The values `capture.json` holds for `step` (`None` when the file is missing or malformed).

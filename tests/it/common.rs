@@ -83,6 +83,9 @@ pub fn localize_python(project: &Path, dump: &Path, options: &[&str]) -> Command
 /// `prosecutor trace --src src --out DUMP -- python3 -m pytest -q -p no:cacheprovider tests`,
 /// run in `project` as [`localize_python`] runs it.
 #[allow(dead_code)] // for the modules that only trace
+/// The test command the Python fixtures run with (no cache files left in a fixture).
+const PYTEST: [&str; 6] = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"];
+
 pub fn trace_python(project: &Path, dump: &Path) -> Command {
     trace_python_version(project, "src", dump, &[], &[])
 }
@@ -104,16 +107,9 @@ pub fn trace_python_version(
         .args(flags)
         .args(["--src", src, "--out"])
         .arg(dump)
-        .args([
-            "--",
-            "python3",
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests",
-        ])
+        .arg("--")
+        .args(PYTEST)
+        .arg("tests")
         .args(test_args);
     c
 }
@@ -132,16 +128,9 @@ pub fn localize_python_in(
         .args(["localize", "--src", src, "--keep-dump"])
         .arg(dump)
         .args(options)
-        .args([
-            "--",
-            "python3",
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            tests,
-        ]);
+        .arg("--")
+        .args(PYTEST)
+        .arg(tests);
     c
 }
 
