@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::infer::{BpOptions, Cpd, Schedule};
 use crate::localize::cfx::RunOptions;
 use crate::localize::ranking::Granularity;
-use crate::localize::{CfxModel, CfxSource, Mode, Options};
+use crate::localize::{CfxEvidence, CfxModel, CfxSource, Mode, Options};
 use crate::pipeline::{self, Rules};
 use crate::report::Format as ReportFormat;
 
@@ -144,6 +144,16 @@ pub struct ModelArgs {
         help_heading = "Counterfactual experiments"
     )]
     pub cfx_model: CfxModel,
+    /// What an experiment's outcome is evidence of: a pass is certain proof against the
+    /// flipped value (certain, the paper's), a pass may be a coincidence (coincidence), or that
+    /// and a flip that still fails counts too (outcomes); docs/model.md.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        help_heading = "Counterfactual experiments"
+    )]
+    pub cfx_evidence: CfxEvidence,
     /// At most N of the experiments flip instances of one statement (0: no limit, the paper's
     /// planner; `--variant prosecutor-cfx-spread` is 2).
     #[arg(
@@ -237,6 +247,7 @@ impl ModelArgs {
             k: self.k,
             cfx: CfxSource::Off,
             cfx_model: self.cfx_model,
+            cfx_evidence: self.cfx_evidence,
             cfx_per_stmt: self.cfx_per_statement,
             spectrum_weight: self.spectrum_weight,
             other_cause: self.other_cause,

@@ -7,7 +7,7 @@
 //! ablation by adding one line here.
 
 use crate::error::Error;
-use crate::localize::{CfxModel, Mode, Options, PassingSelection};
+use crate::localize::{CfxEvidence, CfxModel, Mode, Options, PassingSelection};
 use crate::pipeline::Rules;
 
 /// One change to the default configuration.
@@ -33,6 +33,8 @@ pub enum Unit {
     Cfx(CfxModel),
     /// At most this many experiments flip instances of one statement.
     CfxPerStatement(usize),
+    /// What an experiment's outcome is evidence of.
+    CfxEvidence(CfxEvidence),
 }
 
 /// A named configuration: the default options changed by `units`, in order.
@@ -122,6 +124,18 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::CfxPerStatement(2)],
     },
     Variant {
+        id: "prosecutor-cfx-coincidence",
+        label: "cfx may be coincidence",
+        about: "a passing flip may pass by coincidence (a weak oracle): its cfx vertex has a root parent of its own, so a pass is finite evidence against the flipped value, not proof",
+        units: &[Unit::CfxEvidence(CfxEvidence::Coincidence)],
+    },
+    Variant {
+        id: "prosecutor-cfx-outcomes",
+        label: "cfx passes and fails",
+        about: "as cfx may be coincidence, and a flip that still fails is evidence too (cfx observed correct)",
+        units: &[Unit::CfxEvidence(CfxEvidence::Outcomes)],
+    },
+    Variant {
         id: "prosecutor-paper-rules",
         label: "paper rules",
         about: "the paper's literal rules (rules/epg-paper.dl: copies are causes)",
@@ -191,6 +205,7 @@ impl Variant {
                 Unit::Rules(name) => rules = Some(builtin_rules(name)?),
                 Unit::Cfx(m) => o.cfx_model = m,
                 Unit::CfxPerStatement(n) => o.cfx_per_stmt = n,
+                Unit::CfxEvidence(e) => o.cfx_evidence = e,
             }
         }
         Ok(rules)

@@ -64,6 +64,35 @@ pub enum CfxModel {
     Branch,
 }
 
+/// What an experiment's outcome is evidence of (docs/model.md, "Counterfactual evidence").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CfxEvidence {
+    /// The paper's: a flip that makes the test pass observes its `cfx` vertex incorrect, and a
+    /// noisy-OR without leak makes that certain proof that a parent (the flipped value) was
+    /// incorrect; a flip that still fails is not evidence.
+    #[default]
+    Certain,
+    /// A pass may be a coincidence (a weak oracle: a test expecting an exception passes on any
+    /// path that throws one): the `cfx` vertex gets a second parent, a root "coincidence"
+    /// vertex with the model's prior, so a pass is finite evidence (leak `(1 - prior)·(1 - p)`,
+    /// likelihood ratio about 7.5 with the default CPD); a flip that still fails is not evidence.
+    Coincidence,
+    /// As `coincidence`, and a flip that still fails observes its `cfx` vertex correct: had
+    /// the flipped value been the cause, the flip would likely have repaired the test.
+    Outcomes,
+}
+
+/// One experiment's evidence: the `cfx` vertex's parents and what was observed.
+#[derive(Debug, Clone)]
+pub struct CfxObservation {
+    pub parents: Vec<Vertex>,
+    /// The flipped test passed (`cfx` observed incorrect); else it still failed.
+    pub passed: bool,
+    /// The `cfx` vertex also has a root "coincidence" parent (a leak).
+    pub coincidence: bool,
+}
+
 /// Where counterfactual outcomes come from.
 #[derive(Debug, Clone)]
 pub enum CfxSource {
@@ -94,6 +123,8 @@ pub struct Options {
     pub k: usize,
     pub cfx: CfxSource,
     pub cfx_model: CfxModel,
+    /// What an experiment's outcome is evidence of.
+    pub cfx_evidence: CfxEvidence,
     /// At most this many of the k experiments flip instances of one statement (0: no limit,
     /// the paper's planner: the k most suspicious instances, whatever their statement).
     pub cfx_per_stmt: usize,
@@ -134,6 +165,7 @@ impl Default for Options {
             k: 20,
             cfx: CfxSource::Off,
             cfx_model: CfxModel::default(),
+            cfx_evidence: CfxEvidence::default(),
             cfx_per_stmt: 0,
             max_steps: None,
             spectrum_weight: SPECTRUM_WEIGHT,
@@ -284,27 +316,33 @@ impl Model {
         })
     }
 
-    /// Infers marginals with `cfx` virtual vertices added (each: parents, observed incorrect).
+    /// Infers marginals with `cfx` virtual vertices added (each: its parents, observed
+    /// incorrect for a pass and correct for a failure; with a root "coincidence" parent of its
+    /// own when asked).
     pub fn infer(
         &self,
         dump: &Dump,
-        cfx: &[Vec<Vertex>],
+        cfx: &[CfxObservation],
         cpd: &Cpd,
         bp: &BpOptions,
     ) -> Result<Marginals, Error> {
         let n = self.premises.vertices.len();
         let mut pairs = self.pairs.clone();
         let mut evidence = self.evidence.clone();
-        for (k, parents) in cfx.iter().enumerate() {
-            let c = (n + k) as u32;
-            for v in parents {
+        for obs in cfx {
+            let c = (evidence.len() + usize::from(obs.coincidence)) as u32;
+            if obs.coincidence {
+                pairs.push((c - 1, c));
+                evidence.push(None);
+            }
+            evidence.push(Some(!obs.passed));
+            for v in &obs.parents {
                 if let Some(&id) = self.index.get(v) {
                     pairs.push((id, c));
                 }
             }
-            evidence.push(Some(false));
         }
-        let dag = Dag::from_edges(n + cfx.len(), &pairs)
+        let dag = Dag::from_edges(evidence.len(), &pairs)
             .map_err(|e| Error::Other(format!("{}: {e}", self.name)))?;
         let result = bp_with_retries(|o| infer::loopy_bp(&dag, cpd, &evidence, o), bp);
         result.map_err(|e| match e {
@@ -780,10 +818,13 @@ fn localize_excluding(
     if let Some(r) = without_unreproduced(dump, rules, o, excluded, &failing, &experiments) {
         return r;
     }
-    let passed: Vec<&Experiment> = experiments
+    let observed: Vec<(&Experiment, bool)> = experiments
         .iter()
-        .filter(|r| r.outcome == CfxOutcome::Pass)
-        .map(|r| &r.experiment)
+        .filter(|r| {
+            r.outcome == CfxOutcome::Pass
+                || (r.outcome == CfxOutcome::Fail && o.cfx_evidence == CfxEvidence::Outcomes)
+        })
+        .map(|r| (&r.experiment, r.outcome == CfxOutcome::Pass))
         .collect();
     let likelihoods =
         (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump, o.other_cause));
@@ -791,13 +832,18 @@ fn localize_excluding(
     let with_cfx: Vec<Option<Result<(Marginals, usize), Error>>> = models
         .par_iter()
         .map(|m| {
-            (!passed.is_empty()).then(|| {
-                let parents: Vec<Vec<Vertex>> = passed
+            (!observed.is_empty()).then(|| {
+                let obs: Vec<CfxObservation> = observed
                     .iter()
-                    .map(|e| cfx_parents(m, e, dump, o.cfx_model))
+                    .map(|&(e, passed)| CfxObservation {
+                        parents: cfx_parents(m, e, dump, o.cfx_model),
+                        passed,
+                        coincidence: o.cfx_evidence != CfxEvidence::Certain,
+                    })
                     .collect();
-                m.infer(dump, &parents, &o.cpd, &o.bp)
-                    .map(|marg| (marg, parents.len()))
+                let added = obs.iter().map(|c| 1 + usize::from(c.coincidence)).sum();
+                m.infer(dump, &obs, &o.cpd, &o.bp)
+                    .map(|marg| (marg, added))
             })
         })
         .collect();

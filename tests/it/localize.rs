@@ -213,6 +213,63 @@ fn fig3_counterfactual_raises_line_22() {
     );
 }
 
+/// `--cfx-evidence`: with a coincidence parent a passing flip is finite evidence, so Fig. 3's
+/// flipped branch (line 21) gains less than under the paper's certain evidence, but still gains;
+/// with `outcomes` the flips that still failed count against their branches too.
+#[test]
+fn fig3_cfx_evidence_certain_coincidence_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = fig3_results(dir.path());
+    let with = |evidence: &str| {
+        localize_json(&[
+            &dump("leftpad_fig3"),
+            "--cfx",
+            &results,
+            "--cfx-evidence",
+            evidence,
+            PAPER[0],
+            PAPER[1],
+        ])
+    };
+    let base = localize_json(&[&dump("leftpad_fig3"), "--no-cfx", PAPER[0], PAPER[1]]);
+    let (certain, coincidence, outcomes) =
+        (with("certain"), with("coincidence"), with("outcomes"));
+    let s = |r: &Value| line(r, 21).1;
+    assert!(
+        s(&base) + 0.01 < s(&coincidence) && s(&coincidence) + 0.01 < s(&certain),
+        "line 21: {} without, {} coincidence, {} certain",
+        s(&base),
+        s(&coincidence),
+        s(&certain)
+    );
+    // the failed flips' branches: some lose under `outcomes`, none gains
+    let failed: Vec<u64> = outcomes["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["outcome"] == "fail" && e["line"] != 21)
+        .map(|e| e["line"].as_u64().unwrap())
+        .collect();
+    assert!(!failed.is_empty());
+    let lower = failed
+        .iter()
+        .filter(|&&l| line(&outcomes, l).1 < line(&coincidence, l).1 - 1e-3)
+        .count();
+    assert!(lower > 0, "no failed flip's line lost: {failed:?}");
+    let runs = outcomes["convergence"]["runs"].as_array().unwrap();
+    let vertices = |phase: &str| {
+        runs.iter()
+            .find(|r| r["phase"] == phase && r["model"] == "F")
+            .map(|r| r["vertices"].as_u64().unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        vertices("with counterfactuals") - vertices("initial"),
+        2 * outcomes["experiments"].as_array().unwrap().len() as u64,
+        "every pass and failure is a cfx vertex with a coincidence parent"
+    );
+}
+
 #[test]
 fn cfx_results_that_do_not_match_the_plan_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
