@@ -842,8 +842,7 @@ fn localize_excluding(
                     })
                     .collect();
                 let added = obs.iter().map(|c| 1 + usize::from(c.coincidence)).sum();
-                m.infer(dump, &obs, &o.cpd, &o.bp)
-                    .map(|marg| (marg, added))
+                m.infer(dump, &obs, &o.cpd, &o.bp).map(|marg| (marg, added))
             })
         })
         .collect();

@@ -232,8 +232,7 @@ fn fig3_cfx_evidence_certain_coincidence_outcomes() {
         ])
     };
     let base = localize_json(&[&dump("leftpad_fig3"), "--no-cfx", PAPER[0], PAPER[1]]);
-    let (certain, coincidence, outcomes) =
-        (with("certain"), with("coincidence"), with("outcomes"));
+    let (certain, coincidence, outcomes) = (with("certain"), with("coincidence"), with("outcomes"));
     let s = |r: &Value| line(r, 21).1;
     assert!(
         s(&base) + 0.01 < s(&coincidence) && s(&coincidence) + 0.01 < s(&certain),
