@@ -89,6 +89,7 @@ pub struct ModelArgs {
     /// Run a variant of `eval`'s table by its id (prosecutor, prosecutor-nocfx, prosecutor-f,
     /// prosecutor-fp, prosecutor-minrank, prosecutor-nocompress, prosecutor-nospectrum,
     /// prosecutor-eps01, prosecutor-noheap, prosecutor-passing-methods, prosecutor-cfx-successors,
+    /// prosecutor-cfx-spread, prosecutor-cfx-coincidence, prosecutor-cfx-outcomes,
     /// prosecutor-paper-rules, prosecutor-paper; src/variants.rs): its settings override the
     /// other model flags.
     #[arg(long, help_heading = "Model")]
