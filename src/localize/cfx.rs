@@ -13,6 +13,9 @@
 //! **Evidence**: for each experiment whose failing test then passes, a virtual `cfx` vertex
 //! observed incorrect, with an edge from `⟨#@r⟩` (and, with `--cfx-model successors` / `reroute`,
 //! from `⟨#@r⟩`'s immediate successors / the statements the instance controls; docs/model.md).
+//! With `--cfx-evidence coincidence` the `cfx` vertex also has a root parent of its own (a pass
+//! may be a coincidence), and with `outcomes` a flip that still fails is a `cfx` vertex observed
+//! correct ([`super::CfxEvidence`]).
 
 mod warm;
 

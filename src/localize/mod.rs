@@ -64,7 +64,8 @@ pub enum CfxModel {
     Branch,
 }
 
-/// What an experiment's outcome is evidence of (docs/model.md, "Counterfactual evidence").
+/// What an experiment's outcome is evidence of (docs/model.md, "What an outcome is evidence
+/// of").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CfxEvidence {
