@@ -523,3 +523,68 @@ fn faulty_line_in_top_3_without_experiments() {
         }
     }
 }
+
+/// A static initializer runs once per test class, inside the test that first loads the class
+/// (`static_init`: the passing `test1January`, `@FixMethodOrder`). Its statements count as
+/// covered by every test that ran code of the class (docs/frontend-java.md, "Static
+/// initializers"): here every test, so the faulty `<clinit>` line 12 is covered by both failing
+/// tests, although only `test1January`'s trace has its steps.
+#[test]
+fn static_initializer_covered_by_every_test_of_its_class() {
+    require_jdk("static_initializer_covered_by_every_test_of_its_class");
+    let b = built("static_init");
+    let dump = load(&b.dump);
+    let init: BTreeSet<usize> = dump
+        .stmts
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            dump.methods[s.method as usize]
+                .id
+                .ends_with(".DayOfYear.<clinit>")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let line12: BTreeSet<usize> = init
+        .iter()
+        .copied()
+        .filter(|&i| dump.stmts[i].line == 12)
+        .collect();
+    assert!(!line12.is_empty(), "no <clinit> statement on line 12");
+    let cov = dump.coverage.as_ref().expect("coverage.facts");
+    let tests = &dump.manifest.tests;
+    let mut covered: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    for &(t, s) in cov {
+        if init.contains(&(s as usize)) {
+            covered
+                .entry(tests[t].id.as_str())
+                .or_default()
+                .insert(s as usize);
+        }
+    }
+    let all: BTreeSet<usize> = covered.values().flatten().copied().collect();
+    assert!(all.is_superset(&line12), "{covered:?}");
+    for t in tests {
+        assert_eq!(
+            covered.get(t.id.as_str()),
+            Some(&all),
+            "{}: <clinit> coverage",
+            t.id
+        );
+    }
+    // only the coverage: the steps stay in the trace of the test that ran the initializer
+    let with_steps: Vec<&str> = dump
+        .traces
+        .iter()
+        .filter(|tr| tr.steps.iter().any(|st| init.contains(&(st.stmt as usize))))
+        .map(|tr| tests[tr.test].id.as_str())
+        .collect();
+    assert_eq!(
+        with_steps,
+        ["fixtures.static_init.DayOfYearTest::test1January"]
+    );
+    let added = dump.manifest.notes["static_initializer_coverage"]
+        .as_integer()
+        .unwrap();
+    assert!(added > 0, "{added}");
+}

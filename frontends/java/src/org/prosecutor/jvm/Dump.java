@@ -195,30 +195,90 @@ final class Dump {
         });
     }
 
-    /** Statement and edge coverage of every test run (traced or not). */
+    /**
+     * Statement and edge coverage of every test run (traced or not). A class's static
+     * initializer runs once per JVM, inside whichever test first loads the class; every later
+     * test that uses the class depends on what it computed all the same. So each test that ran
+     * code of a class also covers that class's {@code <clinit>} statements and edges, as
+     * recorded by the tests that ran them ({@link #initializers}): otherwise the test that
+     * happened to load the class is the only one to vouch for (or against) them, and a
+     * passing suite cannot clear a constant table that the failing test alone "ran".
+     */
     private void coverage() throws IOException {
+        Map<String, BitSet> initStmts = new HashMap<>();
+        Map<String, Set<Long>> initEdges = new HashMap<>();
+        initializers(initStmts, initEdges);
+        int added = 0;
         try (Out cov = out("coverage.facts"); Out edges = out("edge_coverage.facts")) {
             for (Main.TestRun run : runs) {
                 Recording t = run.trace;
                 if (t == null || run.outcome.equals("skip")) {
                     continue;
                 }
-                BitSet c = t.covered;
+                BitSet c = (BitSet) t.covered.clone();
+                Set<Long> es = new HashSet<>(t.edgeSet());
+                for (String cls : classesRun(t.covered)) {
+                    BitSet init = initStmts.get(cls);
+                    if (init != null) {
+                        BitSet more = (BitSet) init.clone();
+                        more.andNot(c);
+                        added += more.cardinality();
+                        c.or(init);
+                        es.addAll(initEdges.get(cls));
+                    }
+                }
                 for (int g = c.nextSetBit(0); g >= 0; g = c.nextSetBit(g + 1)) {
                     if (!r.stmts.get(g).owner.stmts.isEmpty()) {
                         cov.row(run.id, stmtId(g));
                     }
                 }
-                for (String e : edgesOf(t)) {
+                for (String e : edgeIds(es)) {
                     edges.row(run.id, e.substring(0, e.indexOf('\n')), e.substring(e.indexOf('\n') + 1));
+                }
+            }
+        }
+        initializerRows = added;
+    }
+
+    /** Coverage rows added for static initializers run in another test ({@link #coverage}). */
+    private int initializerRows;
+
+    /** Per class (owner's internal name), the {@code <clinit>} statements and CFG edges any test ran. */
+    private void initializers(Map<String, BitSet> stmts, Map<String, Set<Long>> edges) {
+        for (Main.TestRun run : runs) {
+            Recording t = run.trace;
+            if (t == null || run.outcome.equals("skip")) {
+                continue;
+            }
+            BitSet c = t.covered;
+            for (int g = c.nextSetBit(0); g >= 0; g = c.nextSetBit(g + 1)) {
+                MethodModel m = r.stmts.get(g).owner;
+                if (m.name.equals("<clinit>")) {
+                    stmts.computeIfAbsent(m.owner, k -> new BitSet()).set(g);
+                    edges.computeIfAbsent(m.owner, k -> new HashSet<>());
+                }
+            }
+            for (long e : t.edgeSet()) {
+                MethodModel m = r.stmts.get((int) (e >>> 32)).owner;
+                if (m.name.equals("<clinit>")) {
+                    edges.computeIfAbsent(m.owner, k -> new HashSet<>()).add(e);
                 }
             }
         }
     }
 
-    private Set<String> edgesOf(Recording t) {
+    /** The classes (internal names) of the methods whose statements {@code covered} holds. */
+    private Set<String> classesRun(BitSet covered) {
+        Set<String> out = new HashSet<>();
+        for (int g = covered.nextSetBit(0); g >= 0; g = covered.nextSetBit(g + 1)) {
+            out.add(r.stmts.get(g).owner.owner);
+        }
+        return out;
+    }
+
+    private Set<String> edgeIds(Set<Long> es) {
         Set<String> out = new TreeSet<>();
-        for (long e : t.edgeSet()) {
+        for (long e : es) {
             out.add(stmtId((int) (e >>> 32)) + "\n" + stmtId((int) e));
         }
         return out;
@@ -288,6 +348,8 @@ final class Dump {
         // JUnit @Test(timeout = ...) limits lifted while tracing (the per-test limit applies)
         b.append("junit_timeouts_lifted = ").append(r.droppedTimeouts).append('\n');
         b.append("test_timeout_ms = ").append(o.testTimeoutMs).append('\n');
+        // coverage rows of static initializers run in another test of the JVM (see coverage())
+        b.append("static_initializer_coverage = ").append(initializerRows).append('\n');
         Files.write(o.out.resolve("manifest.toml"), b.toString().getBytes(StandardCharsets.UTF_8));
     }
 
