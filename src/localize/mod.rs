@@ -94,6 +94,13 @@ pub struct CfxObservation {
     pub coincidence: bool,
 }
 
+impl CfxObservation {
+    /// Vertices [`Model::infer`] adds for it: the `cfx` vertex, and its coincidence root.
+    pub fn added_vertices(&self) -> usize {
+        1 + usize::from(self.coincidence)
+    }
+}
+
 /// Where counterfactual outcomes come from.
 #[derive(Debug, Clone)]
 pub enum CfxSource {
@@ -331,7 +338,8 @@ impl Model {
         let mut pairs = self.pairs.clone();
         let mut evidence = self.evidence.clone();
         for obs in cfx {
-            let c = (evidence.len() + usize::from(obs.coincidence)) as u32;
+            // the cfx vertex comes last (after its coincidence root)
+            let c = (evidence.len() + obs.added_vertices() - 1) as u32;
             if obs.coincidence {
                 pairs.push((c - 1, c));
                 evidence.push(None);
@@ -842,7 +850,7 @@ fn localize_excluding(
                         coincidence: o.cfx_evidence != CfxEvidence::Certain,
                     })
                     .collect();
-                let added = obs.iter().map(|c| 1 + usize::from(c.coincidence)).sum();
+                let added = obs.iter().map(CfxObservation::added_vertices).sum();
                 m.infer(dump, &obs, &o.cpd, &o.bp).map(|marg| (marg, added))
             })
         })
