@@ -28,6 +28,8 @@ final class Dump {
     private final List<String> warnings = new ArrayList<>();
     /** Indices (into runs) of the tests whose traces the dump keeps. */
     private final Set<Integer> kept = new HashSet<>();
+    /** Coverage rows added for static initializers run in another test ({@link #coverage}). */
+    private int initializerRows;
 
     Dump(Main.Options o, List<Main.TestRun> runs) {
         this.o = o;
@@ -197,8 +199,9 @@ final class Dump {
 
     /**
      * Statement and edge coverage of every test run (traced or not). A class's static
-     * initializer runs once per JVM, inside whichever test first loads the class; every later
-     * test that uses the class depends on what it computed all the same. So each test that ran
+     * initializer runs once per class loader (one per test class, {@link ClassIsolation}),
+     * inside whichever test first loads the class; every later test that uses the class
+     * depends on what it computed all the same. So each test that ran
      * code of a class also covers that class's {@code <clinit>} statements and edges, as
      * recorded by the tests that ran them ({@link #initializers}): otherwise the test that
      * happened to load the class is the only one to vouch for (or against) them, and a
@@ -239,9 +242,6 @@ final class Dump {
         }
         initializerRows = added;
     }
-
-    /** Coverage rows added for static initializers run in another test ({@link #coverage}). */
-    private int initializerRows;
 
     /** Per class (owner's internal name), the {@code <clinit>} statements and CFG edges any test ran. */
     private void initializers(Map<String, BitSet> stmts, Map<String, Set<Long>> edges) {
