@@ -18,7 +18,7 @@ final class Recording {
     int objectsDropped;
     int failureStep;
 
-    /** Set by {@link #compact}: the CFG edges between consecutive steps of a frame (gid pairs). */
+    /** The CFG edges between consecutive steps of a frame (gid pairs): computed once, by {@link #edgeSet}. */
     private java.util.Set<Long> edges;
     private int compactedSteps = -1;
 
@@ -43,7 +43,7 @@ final class Recording {
         return new java.util.HashSet<>(methodSet);
     }
 
-    /** The CFG edges between consecutive steps of one frame, as {@code prev << 32 | next} gids. */
+    /** The CFG edges between consecutive steps of one frame, as {@code prev << 32 | next} gids (not to be modified). */
     java.util.Set<Long> edgeSet() {
         if (edges != null) {
             return edges;
@@ -61,6 +61,7 @@ final class Recording {
                 out.add((long) prev << 32 | stmt[i]);
             }
         }
+        edges = out;   // (the dump writer asks twice: static initializers, then each test's rows)
         return out;
     }
 
@@ -71,7 +72,7 @@ final class Recording {
      */
     void compact() {
         methods();
-        edges = edgeSet();
+        edgeSet();   // (computed now: the steps go below)
         compactedSteps = stmt.length;
         frameMethod = null;
         stmt = null;
