@@ -32,6 +32,9 @@ import time
 
 PROTOCOL = 1
 _POLL_S = 0.2          # how often a child is checked when nothing wakes the loop (see _reap)
+_EXIT_POLL_S = 0.002   # ... and while a child that closed its result pipe has not been reaped yet
+_EXIT_GRACE_S = 0.5    # (for this long after the pipe closed: a child that closed it and runs on
+                       # is checked at _POLL_S again)
 
 
 class Task:
@@ -78,11 +81,12 @@ def _exit(code):
 
 
 class _Child:
-    __slots__ = ("req", "pid", "rfd", "buf", "t0", "deadline", "out")
+    __slots__ = ("req", "pid", "rfd", "buf", "t0", "deadline", "out", "closed_at")
 
     def __init__(self, req, pid, rfd, out, t0):
         self.req, self.pid, self.rfd, self.out, self.t0 = req, pid, rfd, out, t0
         self.buf = b""
+        self.closed_at = None      # when its result pipe reached end of file
         limit = _number(req.get("timeout_s"), 0.0)
         self.deadline = t0 + limit if limit > 0 else None
 
@@ -117,9 +121,10 @@ def check_request(req):
 
 
 class Server:
-    def __init__(self, proto_in, proto_out, jobs):
+    def __init__(self, proto_in, proto_out, jobs, prepare=None):
         self.proto_in, self.proto_out = proto_in, proto_out
         self.jobs = max(1, int(jobs))
+        self.prepare = prepare     # called with each request in the session, before its fork
         self.queue = collections.deque()
         self.running = {}          # pid -> _Child
         self.inbuf = b""
@@ -161,6 +166,11 @@ class Server:
 
     # ------------------------------------------------------------ children
     def _start(self, req):
+        if self.prepare is not None:
+            try:
+                self.prepare(req)
+            except Exception:
+                pass       # (a cache the child would have filled itself)
         out = os.path.join(self.tmp, f"{len(self.running)}-{time.monotonic_ns()}.out")
         rfd, wfd = os.pipe()
         sys.stdout.flush()
@@ -203,6 +213,7 @@ class Server:
             return
         os.close(c.rfd)
         c.rfd = None
+        c.closed_at = time.monotonic()
 
     def _finish(self, c, status):
         """Child `c` ended with wait status `status`: its result, or why there is none."""
@@ -258,16 +269,24 @@ class Server:
                            "detail": f"killed after {limit} ms", "duration_ms": int((now - c.t0) * 1000)})
 
     def _wait_s(self):
+        """How long the loop may wait for a pipe: until the next deadline, at most _POLL_S (a
+        child is reaped when it has ended, which no pipe signals); only _EXIT_POLL_S while a
+        child whose result pipe just closed (it is exiting) has not been reaped: its result
+        waits for the reaping, and the next request for its slot."""
         if not self.running:
             return None
+        now = time.monotonic()
         deadlines = [c.deadline for c in self.running.values() if c.deadline is not None]
-        left = min(deadlines) - time.monotonic() if deadlines else _POLL_S
+        left = min(deadlines) - now if deadlines else _POLL_S
+        if any(c.closed_at is not None and now - c.closed_at < _EXIT_GRACE_S
+               for c in self.running.values()):
+            left = min(left, _EXIT_POLL_S)
         return max(0.0, min(left, _POLL_S))
 
     # ------------------------------------------------------------ loop
     def _select(self, fds):
         if not fds:      # (only children whose pipe closed before they ended)
-            time.sleep(_POLL_S)
+            time.sleep(self._wait_s())
             return []
         return select.select(fds, [], [], self._wait_s())[0]
 
@@ -297,11 +316,12 @@ class Server:
                     pass
 
 
-def serve(proto_in, proto_out, jobs, hello):
+def serve(proto_in, proto_out, jobs, hello, prepare=None):
     """Answers requests until `proto_in` ends (module docstring): returns None in the session, a
     `Task` in each child.  `hello` (a dict) is sent first: the handshake that says the session
-    is ready."""
-    s = Server(proto_in, proto_out, jobs)
+    is ready.  `prepare(request)`, when given, runs in the session before each request's fork:
+    what it computes there (caches) every later child inherits."""
+    s = Server(proto_in, proto_out, jobs, prepare)
     _preload()
     s.send(dict(hello, ready=True, protocol=PROTOCOL, pid=os.getpid(), jobs=s.jobs))
     try:
