@@ -1335,7 +1335,8 @@ def pytest_runtestloop(session):
     opt = session.config.option
     # a flip re-run does not run its test either when collection failed (pytest's runtestloop)
     st.serve_blocked = bool(session.testsfailed and not opt.continue_on_collection_errors) or opt.collectonly
-    task = serve.serve(fds[0], fds[1], _env_int("PROSECUTOR_SERVE_JOBS", 1), {"tests": len(session.items)})
+    task = serve.serve(fds[0], fds[1], _env_int("PROSECUTOR_SERVE_JOBS", 1), {"tests": len(session.items)},
+                       prepare=_Prewarm(st, session))
     if task is None:
         return True      # the session: the requests have ended
     # a child: one flip re-run; the test protocol is called from this frame, at the stack depth
@@ -1344,6 +1345,7 @@ def pytest_runtestloop(session):
     try:
         item, res = _serve_child(st, session, task.request)
         if item is not None:
+            _plain_failure_repr(item)
             try:
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=None)
             except (KeyboardInterrupt, pytest.exit.Exception):
@@ -1354,6 +1356,83 @@ def pytest_runtestloop(session):
         task.finish(res if res is not None else _flip_result(st))
     except BaseException:
         task.abort()
+
+
+class _Prewarm:
+    """What every child of the serve-mode session would compute for itself on its first call
+    events, computed once in the session before the fork (serve.serve's `prepare`): the static
+    facts of the requested test's module (test files are analysed when their code first runs;
+    app modules were analysed when the import hook instrumented them), and the tracer's caches
+    of each code object of that module and of the app modules (method, position map, coverage
+    needs). The values are those the child would compute: only when they are computed changes."""
+
+    def __init__(self, st, session):
+        self.st, self.session = st, session
+        self.done = set()       # modules warmed
+        self.app = False
+
+    def __call__(self, req):
+        test = req.get("test")
+        mods = [it.module for it in self.session.items
+                if it.nodeid == test and getattr(it, "module", None) is not None]
+        if not self.app:
+            self.app = True
+            reg = self.st.reg
+            mods += [m for m in list(sys.modules.values())
+                     if reg.files.get(reg.real(getattr(m, "__file__", None) or "")) is not None]
+        for m in mods:
+            if id(m) not in self.done:
+                self.done.add(id(m))
+                self._module(m)
+
+    def _module(self, mod):
+        tr = self.st.tracer
+        if getattr(mod, "__file__", None):
+            self.st.reg.facts_for(mod.__file__, running=True)
+        for co in _module_codes(mod):
+            m = tr.method_of(co)
+            if m is not None:
+                tr.posmap_of(co, m)
+
+
+def _module_codes(mod):
+    """The code objects of the functions, methods and classes `mod` defines (and those nested in
+    them: closures, lambdas, comprehensions); not those of a decorator's wrapper."""
+    name = getattr(mod, "__name__", None)
+    seen, codes, todo = set(), [], list(vars(mod).values())
+    while todo:
+        o = todo.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        if isinstance(o, (staticmethod, classmethod)):
+            todo.append(o.__func__)
+        elif isinstance(o, property):
+            todo.extend(f for f in (o.fget, o.fset, o.fdel) if f is not None)
+        elif isinstance(o, types.FunctionType) and o.__module__ == name:
+            codes.append(o.__code__)
+        elif isinstance(o, type) and o.__module__ == name:
+            todo.extend(vars(o).values())
+    out, stack = [], codes
+    while stack:
+        co = stack.pop()
+        out.append(co)
+        stack.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
+    return out
+
+
+def _plain_failure_repr(item):
+    """In a warm runner's child: pytest's report of a failure is a one-line string, not the
+    formatted traceback (which reads every frame's source: a third of a short test's re-run).
+    Nobody reads it: the child's output goes to a file read only to explain a crash, and the
+    result comes from the exception itself (_exc_text); the outcome is pytest's, unchanged."""
+    def short(excinfo, *args, **kwargs):
+        try:
+            return sf.one_line(f"{excinfo.typename}: {excinfo.value}", 500)
+        except Exception:
+            return "failed"
+    item.repr_failure = short
+    item._repr_failure_py = short
 
 
 def _serve_child(st, session, req):

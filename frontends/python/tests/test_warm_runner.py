@@ -345,3 +345,71 @@ def test_a_test_that_recurses_to_the_limit_stops_where_it_stops_cold(tmp_path):
         assert (warm[i]["outcome"], warm[i]["flipped"], warm[i]["detail"]) == \
             (r["outcome"], r["flipped"], r["detail"]), (c, warm[i], r)
     assert warm[0]["flipped"] and warm[0]["outcome"] == "pass", warm[0]
+
+
+PREWARMED = """
+    import os.path
+    from os.path import join
+
+
+    class Box:
+        def get(self, k):
+            return [v for v in self.items if v == k]
+
+        @staticmethod
+        def make():
+            return Box()
+
+        @property
+        def size(self):
+            f = lambda: 1
+            return f()
+
+
+    def outer(x):
+        def inner(y):
+            return x + y
+        return inner
+    """
+
+
+def test_the_session_prewarms_what_each_child_would_compute(tmp_path):
+    """`_Prewarm` (the serve session's `prepare`): before a request's fork, the static facts of
+    its test's module and the tracer's caches of that module's code objects (and of the app
+    modules') are computed once, and equal what a child computes lazily on its first call
+    events."""
+    import importlib.util
+    import types
+    import textwrap
+    from prosecutor_tracer import plugin
+    from prosecutor_tracer.tracer import Registry, Tracer
+
+    path = tmp_path / "test_box.py"
+    path.write_text(textwrap.dedent(PREWARMED))
+    spec = importlib.util.spec_from_file_location("test_box_prewarmed", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def tracer():
+        reg = Registry(tmp_path, tmp_path)
+        reg.test_files.add(os.path.realpath(path))
+        return Tracer(reg)
+
+    warm = tracer()
+    st = types.SimpleNamespace(reg=warm.reg, tracer=warm)
+    item = types.SimpleNamespace(nodeid="test_box.py::test_it", module=mod)
+    plugin._Prewarm(st, types.SimpleNamespace(items=[item]))({"test": "test_box.py::test_it"})
+
+    assert warm.reg.files.get(os.path.realpath(path)) is not None
+    names = {co.co_name for co, m in warm.code_cache.items() if m is not None}
+    assert {"get", "make", "size", "outer", "inner"} <= names, names
+    seen = {co.co_name for co in warm.code_cache}    # (a lambda's code is no method of its own)
+    assert "<lambda>" in seen and "join" not in seen, seen  # an imported function is not the module's
+    lazy = tracer()
+    for co, m in warm.code_cache.items():
+        if m is None:
+            continue
+        lm = lazy.method_of(co)
+        assert lm is not None and lm.id == m.id, co
+        assert lazy.posmap_of(co, lm) == warm.posmaps[co], co
+        assert lazy.cover_need[co] == warm.cover_need[co], co
