@@ -282,11 +282,29 @@ pub struct RunOptions {
     pub runner: Option<CfxRunner>,
 }
 
+/// The runner of a dump's re-runs, started before the experiments are planned ([`prestart`]).
+pub struct Started<'a>(Result<Runner<'a>, String>);
+
+/// Starts the runner of `dump`'s re-runs now (the warm runner's session imports and collects),
+/// so that its start-up overlaps the first inference, whose marginals plan the experiments:
+/// `None` when no run will be needed (the dump cannot be re-run, or `o.known` holds results,
+/// as when a harness replays them). A warm runner that is not used (the plan turns out empty)
+/// is stopped when dropped.
+pub fn prestart<'a>(dump: &'a Dump, o: &RunOptions) -> Option<Started<'a>> {
+    if !o.known.is_empty() {
+        return None;
+    }
+    let rerun = dump.manifest.rerun.as_ref()?;
+    Some(Started(Runner::new(dump, rerun, o)))
+}
+
 /// Runs the experiments of `plan` that `o.known` does not hold; the results follow `plan`.
+/// `started`: the runner [`prestart`] started, else one is started here if needed.
 pub fn run_missing(
     dump: &Dump,
     plan: &[Experiment],
     o: &RunOptions,
+    started: Option<Started<'_>>,
 ) -> Result<Vec<ExperimentResult>, String> {
     let known: std::collections::HashMap<_, &ExperimentResult> =
         o.known.iter().map(|k| (k.experiment.key(), k)).collect();
@@ -295,7 +313,7 @@ pub fn run_missing(
     let mut fresh = if missing.is_empty() {
         Vec::new()
     } else {
-        run(dump, &missing, o)?
+        run(dump, &missing, o, started)?
     }
     .into_iter();
     Ok(plan
@@ -448,6 +466,7 @@ pub fn run(
     dump: &Dump,
     plan: &[Experiment],
     o: &RunOptions,
+    started: Option<Started<'_>>,
 ) -> Result<Vec<ExperimentResult>, String> {
     let rerun = dump
         .manifest
@@ -457,7 +476,10 @@ pub fn run(
     if plan.is_empty() {
         return Ok(Vec::new());
     }
-    let runner = Runner::new(dump, rerun, o)?;
+    let runner = match started {
+        Some(s) => s.0?,
+        None => Runner::new(dump, rerun, o)?,
+    };
     let controls = control_runs(dump, plan, o, &runner);
     let bar = o
         .progress
@@ -552,7 +574,7 @@ fn experiment(
 
 /// Runs re-runs: through the warm runner while it serves, else cold (one process each); counts
 /// both, with the reasons for cold runs, for [`Runner::summary`].
-struct Runner<'a> {
+pub struct Runner<'a> {
     rerun: &'a crate::dump::Rerun,
     dump_dir: PathBuf,
     cwd: PathBuf,

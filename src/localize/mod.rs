@@ -732,6 +732,83 @@ fn without_unreproduced(
     }))
 }
 
+/// The models of a localization, their first marginals and those runs' convergence.
+type Initial = (Vec<Model>, Vec<Marginals>, Vec<InferenceRun>);
+
+/// Builds the models of `specs` (name, traces) side by side and runs the first inference on
+/// each; the first model's marginals plan the experiments.
+fn infer_initial(
+    dump: &Dump,
+    rules: &Rules,
+    o: &Options,
+    specs: &[(&'static str, &[usize])],
+    fit: &traces::Fitted,
+) -> Result<Initial, Error> {
+    let built: Vec<Result<Model, Error>> = specs
+        .par_iter()
+        .map(|&(name, traces)| Model::build(name, dump, rules, &fit.views(traces), o.heap))
+        .collect();
+    let models: Vec<Model> = built.into_iter().collect::<Result<_, _>>()?;
+    let inferred: Vec<Result<Marginals, Error>> = models
+        .par_iter()
+        .map(|m| m.infer(dump, &[], &o.cpd, &o.bp))
+        .collect();
+    let mut runs = Vec::new();
+    let mut first: Vec<Marginals> = Vec::new();
+    for (m, marg) in models.iter().zip(inferred) {
+        let marg = marg?;
+        runs.push(m.run_info("initial", &marg.convergence, 0));
+        first.push(marg);
+    }
+    Ok((models, first, runs))
+}
+
+/// The experiments planned from the first model's marginals: run (through `started`, the
+/// runner [`cfx::prestart`] started, if any), or read from a results file, or none.
+fn run_experiments(
+    dump: &Dump,
+    o: &Options,
+    models: &[Model],
+    first: &[Marginals],
+    started: Option<cfx::Started<'_>>,
+) -> Result<Vec<ExperimentResult>, Error> {
+    let plan = || {
+        cfx::plan(
+            dump,
+            &models[0].premises.vertices,
+            &first[0].p_incorrect,
+            o.k,
+            o.cfx_per_stmt,
+        )
+    };
+    match &o.cfx {
+        CfxSource::Off => Ok(Vec::new()),
+        CfxSource::Run(ro) => {
+            let plan = plan();
+            if dump.manifest.rerun.is_some() && !plan.is_empty() {
+                cfx::run_missing(dump, &plan, ro, started).map_err(Error::Other)
+            } else {
+                Ok(Vec::new())
+            }
+        }
+        CfxSource::Results(path) => {
+            let plan = plan();
+            let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+                path: path.display().to_string(),
+                source: e,
+            })?;
+            let results: Vec<ExperimentResult> = serde_json::from_str(&text).map_err(|e| {
+                Error::Other(format!(
+                    "{}:{}: not a list of experiment results: {e}",
+                    path.display(),
+                    e.line()
+                ))
+            })?;
+            cfx::match_results(&plan, results, path).map_err(Error::Other)
+        }
+    }
+}
+
 fn localize_excluding(
     dump: &Dump,
     rules: &Rules,
@@ -767,63 +844,21 @@ fn localize_excluding(
     if o.mode != Mode::F {
         specs.push(("F∪P", &fp_traces));
     }
-    let built: Vec<Result<Model, Error>> = specs
-        .par_iter()
-        .map(|&(name, traces)| Model::build(name, dump, rules, &fit.views(traces), o.heap))
-        .collect();
-    let models: Vec<Model> = built.into_iter().collect::<Result<_, _>>()?;
+    let (models, first, mut runs, experiments) = std::thread::scope(|s| {
+        // the runner of the re-runs starts while the models are built and inferred
+        let started = match &o.cfx {
+            CfxSource::Run(ro) => Some(s.spawn(move || cfx::prestart(dump, ro))),
+            _ => None,
+        };
+        let initial = infer_initial(dump, rules, o, &specs, &fit);
+        let started =
+            started.and_then(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        let (models, first, runs) = initial?;
+        let experiments = run_experiments(dump, o, &models, &first, started)?;
+        Ok::<_, Error>((models, first, runs, experiments))
+    })?;
     // steps kept after compression, in the widest model (F∪P, or F alone)
     let kept = models.last().map_or(0, |m| m.premises.steps.len());
-    let mut runs = Vec::new();
-    // First inference on every model; the primary one (first) plans the experiments.
-    let inferred: Vec<Result<Marginals, Error>> = models
-        .par_iter()
-        .map(|m| m.infer(dump, &[], &o.cpd, &o.bp))
-        .collect();
-    let mut first: Vec<Marginals> = Vec::new();
-    for (m, marg) in models.iter().zip(inferred) {
-        let marg = marg?;
-        runs.push(m.run_info("initial", &marg.convergence, 0));
-        first.push(marg);
-    }
-    let experiments: Vec<ExperimentResult> = match &o.cfx {
-        CfxSource::Off => Vec::new(),
-        CfxSource::Run(ro) => {
-            let plan = cfx::plan(
-                dump,
-                &models[0].premises.vertices,
-                &first[0].p_incorrect,
-                o.k,
-                o.cfx_per_stmt,
-            );
-            if dump.manifest.rerun.is_some() && !plan.is_empty() {
-                cfx::run_missing(dump, &plan, ro).map_err(Error::Other)?
-            } else {
-                Vec::new()
-            }
-        }
-        CfxSource::Results(path) => {
-            let plan = cfx::plan(
-                dump,
-                &models[0].premises.vertices,
-                &first[0].p_incorrect,
-                o.k,
-                o.cfx_per_stmt,
-            );
-            let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-                path: path.display().to_string(),
-                source: e,
-            })?;
-            let results: Vec<ExperimentResult> = serde_json::from_str(&text).map_err(|e| {
-                Error::Other(format!(
-                    "{}:{}: not a list of experiment results: {e}",
-                    path.display(),
-                    e.line()
-                ))
-            })?;
-            cfx::match_results(&plan, results, path).map_err(Error::Other)?
-        }
-    };
     if let Some(r) = without_unreproduced(dump, rules, o, excluded, &failing, &experiments) {
         return r;
     }
