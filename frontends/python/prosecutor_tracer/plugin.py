@@ -36,7 +36,7 @@ try:
     from . import heap as _heap
 except ImportError:  # a driver whose embedded package lacks heap.py: no heap facts (name-only model)
     _heap = None
-from .tracer import _MISSING, _RESUMABLE, Registry, Tracer, TestRecord, TestTimeout, exc_signature, _NoCount
+from .tracer import _MISSING, _RESUMABLE, Registry, Tracer, TestRecord, TestTimeout, code_key, exc_signature, _NoCount
 
 _state = None
 
@@ -350,7 +350,6 @@ class PlainState:
                 and os.environ.get("PROSECUTOR_TRACE_ALL", "") in ("", "0")
                 and os.environ.get("PROSECUTOR_SETUP", "0").strip() != "1"):
             self.profiler = code_profile.profiler()
-        self.profile_min = 2 * max(_env_int("PROSECUTOR_MAX_PASSING", 20), 0) + 1
         roots = {os.path.realpath(os.getcwd()), os.path.realpath(os.environ.get("PROSECUTOR_SRC") or os.getcwd())}
         self.code_roots = tuple(r.rstrip(os.sep) + os.sep for r in roots)
         self.code_index = {}         # code key -> its index in the output's "code_keys"
@@ -467,7 +466,7 @@ def _code_run(st, prof):
                     st.path_ok[fn] = rp
                 if rp is not None:
                     # (the qualified name is "" where the code object has none, Python < 3.11)
-                    key = f"{rp}:{co.co_firstlineno}:{getattr(co, 'co_qualname', '')}:{co.co_name}"
+                    key = code_key(rp, co)
                     i = st.code_index.setdefault(key, len(st.code_index))
                 st.code_of[co] = i
             if i is not None:
@@ -1005,11 +1004,19 @@ def pytest_runtest_call(item):
         # the test's step i is step i + offset of the trace the re-run writes: capture and
         # patch steps are numbered so (checked when the trace is written, _flip_result)
         st.tracer.values_cfg = (st.values, _events_prefix(st, item))
+    st.tracer.profile = _app_profile(st, item.nodeid) if st.mode == "trace" and not cover_only else None
+    # a flip re-run that writes no trace and is not stopped by a step limit needs its tracer
+    # only until every forced instance is reached (not a control run: its duration sets the
+    # experiments' limits, and they are traced up to their flips)
+    st.tracer.detach_reached = (st.mode == "flip" and bool(st.instances) and not st.events
+                                and st.values is None and not st.stop_steps)
     try:
         with _running(st, item, st.cur_timeout, _alarm):
             st.tracer.start(item.nodeid, _root_code(item), extra_roots=_unittest_roots(item), cover_only=cover_only,
                             record_steps=st.mode == "trace" or bool(st.events))
-            yield
+            outcome = yield
+            excinfo = getattr(outcome, "excinfo", None)
+            st.tracer.origin_after_detach(excinfo[1] if excinfo else None)
     finally:
         # after the alarm is disarmed: stopping the tracer of a long (timed-out) test can take
         # longer than the re-armed alarm, and a TestTimeout raised there would lose the report
@@ -1028,11 +1035,9 @@ def pytest_runtest_logfinish(nodeid, location):
 
 
 def pytest_collection_finish(session):
-    st = _state
-    if st is not None and st.mode == "plain" and st.profiler is not None and len(session.items) <= st.profile_min:
-        # so few tests that the traced run traces every passing test in full anyway (_preselect
-        # chooses twice PROSECUTOR_MAX_PASSING): no profile
-        st.profiler = None
+    # (with so few tests that the traced run traces every passing test in full anyway, the
+    # profile still tells the tracer when a test past its step cap has nothing left to cover:
+    # Tracer._detach; _preselect ignores it then)
     if _progress is not None:
         _progress.total = len(session.items)
         _progress.write(force=True)
@@ -1135,6 +1140,8 @@ def pytest_runtest_makereport(item, call):
         if rec.cover_only:
             t["coverage_only"] = True
         t["truncated"] = rec.truncated and not rec.cover_only
+        if rec.detached:
+            t["detached"] = True
         t["steps"] = min(rec.nsteps, st.step_cap)
         # root frames besides the test function's: a unittest setUp / tearDown run around it
         # (the trace gets the synthetic root, see write_dump)
@@ -1601,6 +1608,8 @@ def _flip_result(st):
         if t["outcome"] == "fail":
             detail += "; " + t.get("failure", "")
         res = {"outcome": t["outcome"], "flipped": flipped, "detail": detail}
+        if t.get("detached"):
+            res["detached"] = True     # traced until its forced instances were reached (Tracer._forced)
     if st.force_list is not None:
         reached = st.tracer.reached
         res["forced"] = [{"stmt": nid, "occurrence": n, "to": to, "reached": (nid, n) in reached,
@@ -1805,7 +1814,9 @@ def _preselect(st):
     PROSECUTOR_PRESELECT=0, import-time recording (its segments are chosen per test from
     every test's heap rows), or without a plain run before this one."""
     if (st.trace_all or not st.plain or st.plain_pending or st.setup is not None or not st.plain_keys
-            or os.environ.get("PROSECUTOR_PRESELECT", "1").strip() == "0"):
+            or os.environ.get("PROSECUTOR_PRESELECT", "1").strip() == "0"
+            or len(st.plain) <= 2 * max(st.max_passing, 0) + 1):
+        # (so few tests that every passing one is traced in full, as without a profile)
         return None
     method = {}
 
@@ -1840,6 +1851,26 @@ def _preselect(st):
     scored.sort()
     full.update(x[3] for x in scored[:2 * max(st.max_passing, 0)])
     return full
+
+
+def _app_profile(st, nodeid):
+    """The code keys of the app functions the plain run saw test `nodeid` run (its profile,
+    without lambdas and comprehensions, which are no methods), or None (no profile): past the
+    step cap, the tracer stops once all of them have nothing left to cover (Tracer._detach)."""
+    r = st.plain.get(nodeid) if st.plain else None
+    code = r.get("code") if isinstance(r, dict) else None
+    if not isinstance(code, list) or not st.plain_keys:
+        return None
+    out = set()
+    try:
+        for i, _calls in code:
+            key = st.plain_keys[i]
+            path, _line, _qual, name = key.rsplit(":", 3)
+            if name not in sf.OPAQUE_CODE_NAMES and st.reg.role_of(path) == "app":
+                out.add(key)
+    except (IndexError, TypeError, ValueError):
+        return None
+    return out
 
 
 def _method_of_key(st, key):
@@ -2520,6 +2551,8 @@ def _write_manifest(st, entries, warnings):
         "untraced_tests = [" + ", ".join(_q(x) for x in _untraced([t for (t, _) in entries])) + "]",
         # tests traced for coverage only, chosen before they ran (_preselect)
         f"coverage_only_tests = {sum(1 for (t, _) in entries if t.get('coverage_only'))}",
+        # truncated traces whose tracing stopped once no app code was left to cover (Tracer._detach)
+        f"detached_traces = {sum(1 for (t, _) in entries if t.get('detached'))}",
         "warnings = [" + ", ".join(_q(x) for x in warnings + (st.reg.warnings + st.tracer.errors)[:50]) + "]",
         "",
     ]
@@ -2543,7 +2576,10 @@ def _write_manifest(st, entries, warnings):
             lines.append(f"plain_outcome = {_q(t['plain_outcome'])}")
         if t.get("coverage_only"):
             lines.append("coverage_only = true")
-        if t.get("truncated"):
+        if t.get("detached"):
+            lines.append(f"# note: trace truncated at the step cap ({st.step_cap} steps); tracing stopped "
+                         "where no app code had anything left to cover: app coverage is complete")
+        elif t.get("truncated"):
             lines.append(f"# note: trace truncated at the step cap ({st.step_cap} steps); coverage is complete")
         lines.append("")
     with open(os.path.join(st.out, "manifest.toml"), "w", encoding="utf-8") as fh:

@@ -151,6 +151,12 @@ def _report_regions(path):
     return out
 
 
+def code_key(realpath, co):
+    """A code object's key as the plain run's profile writes it: "REALPATH:FIRSTLINE:QUALNAME:
+    NAME" (the qualified name is "" where the code object has none, Python < 3.11)."""
+    return f"{realpath}:{co.co_firstlineno}:{getattr(co, 'co_qualname', '')}:{co.co_name}"
+
+
 def exc_signature(exc, tb=None):
     """(type, code, instruction) of the innermost traceback entry of an exception: the same while
     it propagates (entries are added at the head) or is re-raised by a bare `raise`."""
@@ -223,6 +229,7 @@ class TestRecord:
         self.timed_out = False
         self.timeout_step = None
         self.cover_only = False   # traced for coverage only (Tracer.start)
+        self.detached = False     # tracing stopped past the cap: nothing left to cover (_detach)
 
 
 class Registry:
@@ -400,6 +407,15 @@ class Tracer:
         self._lite = self._make_lite()
         self._lite_codes = set()      # code objects _call made lite in the current test
         self.code_cache = {}
+        # the app functions the plain run saw the current test run ("REALPATH:FIRSTLINE:
+        # QUALNAME:NAME" code keys, as the plain run's profile), None: not known (see _detach);
+        # and every app method's code objects by their key
+        self.profile = None
+        self.codes_by_key = {}
+        self._detach_frames = {}
+        # a flip re-run that records nothing but its outcome: stop tracing once every forced
+        # instance is reached (see _forced)
+        self.detach_reached = False
         self.posmaps = {}
         self.cover_need = {}         # code object -> (nodes, CFG edges) its activations can cover
         self._edges_at = {}          # id(file facts) -> node -> its CFG edges (a, b)
@@ -527,6 +543,7 @@ class Tracer:
         # give back the trace function that was there before (coverage tools, debuggers)
         sys.settrace(getattr(self, "_previous", None))
         self._previous = None
+        self._detach_frames = {}
         rec = self.cur
         self._lite_codes.clear()
         hp, self.heap = self.heap, None
@@ -558,6 +575,8 @@ class Tracer:
                 facts = self.reg.facts_for(co.co_filename, running=True)
                 if facts is not None:
                     m = facts.method_for_code(co)
+                    if m is not None and m.role == "app":
+                        self.codes_by_key.setdefault(code_key(self.reg.real(co.co_filename), co), []).append(co)
         except Exception as e:
             self.errors.append(f"{co.co_filename}:{co.co_firstlineno}: {type(e).__name__}: {e}")
             m = None
@@ -653,6 +672,64 @@ class Tracer:
 
         return global_trace
 
+    def _nothing_left(self, cur):
+        """Past the step cap: can the rest of the test add nothing to its app coverage, edge
+        coverage and methods? True when every app function the plain run saw the test run has
+        run in this test with all its nodes and CFG edges covered (`cover_need`), and so has
+        every app activation still on the stack. (A function the tracer has not met yet may
+        still add: then False.)"""
+        need, cov, edges = self.cover_need, cur.coverage, cur.edges
+        for key in self.profile:
+            cos = self.codes_by_key.get(key)
+            if not cos:
+                return False
+            for co in cos:
+                n = need.get(co)
+                if n is None or not (n[0] <= cov and n[1] <= edges):
+                    return False
+        for rec in self.stack:
+            if rec.method.role != "app":
+                continue
+            n = need.get(rec.pyframe.f_code) if rec.pyframe is not None else None
+            if n is None or not (n[0] <= cov and n[1] <= edges):
+                return False
+        return True
+
+    def _detach(self, cur):
+        """Stops tracing for the rest of the test (`sys.settrace(None)`, from the global trace
+        function: no event reaches any frame until stop()), past the step cap, where only
+        coverage, edge coverage, methods and exception origins are still recorded, when
+        _nothing_left holds. Not recorded then: the coverage of the test's own code (its
+        remaining lines, never suspects) and the origin of an exception, which past the cap is
+        the last step, where the report puts a failure whose origin is unknown."""
+        cur.detached = True
+        self.active = False       # (the condition wrappers of frames still running do nothing)
+        # where an exception passing through a frame still running would have its origin
+        # (origin_after_detach); kept until stop()
+        self._detach_frames = {r.pyframe: r.last_step for r in self.stack if r.pyframe is not None}
+        sys.settrace(None)
+
+    def origin_after_detach(self, exc):
+        """The origin the tracer would have recorded for `exc` (raised after _detach, or not
+        seen before it): the last step of the innermost frame of its traceback that still had
+        a record when tracing stopped, or the last step of the trace where a frame of traced
+        code begun later (lite, or past the cap) would have seen it first."""
+        cur = self.cur
+        if cur is None or not cur.detached or exc is None or id(exc) in cur.origins:
+            return
+        frames, step = [], None
+        tb = exc.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        for f in reversed(frames):
+            if f in self._detach_frames:
+                step = self._detach_frames[f]
+                break
+            if self.code_cache.get(f.f_code) is not None:
+                break
+        cur.origins[id(exc)] = (step if step is not None else cur.nsteps - 1, exc_signature(exc))
+
     def _untraced(self, frame):
         """`frame` (of traced code) is not traced now.  If it is a generator / coroutine resumed
         after an earlier traced activation, it still has that activation's local trace
@@ -724,6 +801,9 @@ class Tracer:
                     self._lite_codes.add(co)
                     cur.truncated = True
                     cur.methods.add(m.id)
+                    if self.profile is not None and not cur.cover_only and self._nothing_left(cur):
+                        self._detach(cur)
+                        return None
                     frame.f_trace_lines = False
                     if m.multi_lines:
                         frame.f_trace_opcodes = False
@@ -1127,6 +1207,10 @@ class Tracer:
             return outcome
         to = want[occurrence]
         self.reached[(nid, occurrence)] = 1 if outcome else 0
+        if self.detach_reached and all((k, n) in self.reached for k, d in self.force.items() for n in d):
+            # a flip re-run that records nothing but its outcome: once every forced instance
+            # is reached, the rest of the test runs untraced (no instance is left to count)
+            self._detach(self.cur)
         return (not outcome) if to is None else bool(to)
 
     def iter_exhausted_forced(self, nid, frame):

@@ -219,11 +219,16 @@ def test_the_plain_run_profiles_the_project_code_each_test_runs(tmp_path):
     ran_wrapped = {names[i]: n for i, n in next(
         v for k, v in wrapped["tests"].items() if k.endswith("::test_wrapped"))["code"]}
     assert ran_wrapped == {"test_wrapped": 1, "work": 1}
-    # PROSECUTOR_PRESELECT=0: no profile
-    # no profile with PROSECUTOR_PRESELECT=0, nor where every passing test is traced in full
-    for extra in ({"PROSECUTOR_PRESELECT": "0", "PROSECUTOR_MAX_PASSING": "1"}, {"PROSECUTOR_MAX_PASSING": "3"}):
-        _, data0 = plain_run(project(tmp_path / ("off" + extra["PROSECUTOR_MAX_PASSING"])), extra=extra)
-        assert data0["code_keys"] == [] and all("code" not in r for r in data0["tests"].values())
+    # no profile with PROSECUTOR_PRESELECT=0
+    off = {"PROSECUTOR_PRESELECT": "0", "PROSECUTOR_MAX_PASSING": "1"}
+    _, data0 = plain_run(project(tmp_path / "off"), extra=off)
+    assert data0["code_keys"] == [] and all("code" not in r for r in data0["tests"].values())
+    # where every passing test is traced in full anyway (7 tests, 2 x 3 passing ones traced in
+    # full), the profile is there (for Tracer._detach), and no test is traced for coverage only
+    few = {"PROSECUTOR_MAX_PASSING": "3"}
+    data3, traced = traced_after_plain(project(tmp_path / "few"), "60", extra=few, plain_extra=few)
+    assert data3["code_keys"] and all("code" in r for r in data3["tests"].values())
+    assert traced.manifest["notes"]["coverage_only_tests"] == 0
 
 
 def test_passing_tests_that_cannot_be_kept_are_traced_for_coverage_only(tmp_path):
@@ -287,3 +292,71 @@ def test_a_test_that_profiles_itself_passes_in_the_profiled_plain_run(tmp_path):
     outcomes = {k.split("::")[-1]: r["outcome"] for k, r in data["tests"].items()}
     assert outcomes == {"test_profiles_itself": "pass", "test_other": "pass"}
     assert data["code_keys"], "the plain run profiled nothing"
+
+
+LEV = """
+    def lev(a, b):
+        if not a or not b:
+            return len(a) + len(b)
+        if a[0] == b[0]:
+            return lev(a[1:], b[1:])
+        return 1 + min(lev(a, b[1:]), lev(a[1:], b), lev(a[1:], b[1:]))
+
+
+    def shout(s):
+        if not s:
+            return ""
+        return s.upper()
+    """
+
+LEV_TESTS = """
+    from lev import lev, shout
+
+
+    def test_far():
+        assert lev("kitten", "sitting!") == 0
+
+
+    def test_later():
+        d = lev("sunday", "saturday")
+        assert shout("x") == "X" and shout("") == ""    # app code still to run after the recursion
+        assert d == 0
+
+
+    def test_near():
+        assert lev("ab", "ab") == 0
+    """
+
+
+def lev_project(tmp_path):
+    write(tmp_path, {"src/lev.py": LEV, "tests/conftest.py": CONFTEST, "tests/test_lev.py": LEV_TESTS})
+    return tmp_path
+
+
+def app_rows(rows):
+    return sorted(tuple(r) for r in rows if any(str(x).startswith("lev.py:") for x in r))
+
+
+def test_past_the_cap_tracing_stops_once_no_app_code_is_left_to_cover(tmp_path):
+    """Tracer._detach: past the step cap, once every app function the plain run saw the test run
+    (and every app activation on the stack) has all its nodes and edges covered, the tracer stops
+    for the rest of the test. The app coverage, edge coverage and the failure step are those of
+    the traced run that never stops (no plain run, so no profile), and a test that still has app
+    code to run after the recursion (`shout`) is not stopped."""
+    cap = {"PROSECUTOR_STEP_CAP": "60"}
+    # (the plain run profiles the tests only when there are more than 2 x PROSECUTOR_MAX_PASSING)
+    few = {"PROSECUTOR_MAX_PASSING": "0"}
+    _, stopped = traced_after_plain(lev_project(tmp_path / "a"), "120", extra=dict(cap, **few), plain_extra=few)
+    going = trace(lev_project(tmp_path / "b"), extra=cap)
+    full = trace(lev_project(tmp_path / "c"))
+    stopped.check()
+    assert stopped.manifest["notes"]["detached_traces"] == 1, stopped.manifest["notes"]
+    assert going.manifest["notes"]["detached_traces"] == 0
+    assert any(x.endswith("::test_far") for x in stopped.manifest["notes"]["truncated_traces"])
+    assert any(x.endswith("::test_later") for x in stopped.manifest["notes"]["truncated_traces"])
+    for f in ("coverage.facts", "edge_coverage.facts"):
+        assert app_rows(stopped.rows(f)) == app_rows(going.rows(f)) == app_rows(full.rows(f)), f
+    for name in ("test_far", "test_later"):
+        a, b = stopped.test(name), going.test(name)
+        assert a["outcome"] == b["outcome"] == "fail"
+        assert a["failure_step"] == b["failure_step"], (a, b)   # (the failing assertion)

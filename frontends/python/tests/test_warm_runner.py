@@ -211,6 +211,21 @@ def test_same_outcomes_as_the_cold_path(proj, tmp_path):
     assert got[6][:2] == ("crash", False) and got[6][2].startswith("test not collected: ")
 
 
+def test_a_flip_is_traced_until_its_instance_is_reached(proj):
+    """A flip re-run records nothing but its outcome: once its forced instance is reached the
+    rest of the test runs untraced (Tracer._forced); a control run is traced to its end (its
+    duration sets the experiments' limits), and so is a flip whose instance is never reached."""
+    cond = stmt(proj, "if x > 0:")
+    s = Server(proj)
+    r = s.ask([req(1, MAIN), req(2, MAIN, cond, 1), req(3, TWO, cond, 5), req(4, TWO, cond, 1)])
+    s.close()
+    assert r[1]["outcome"] == "fail" and "detached" not in r[1], r[1]
+    assert (r[2]["outcome"], r[2]["flipped"], r[2].get("detached")) == ("pass", True, True), r[2]
+    assert r[3]["detail"].startswith("branch not reached") and "detached" not in r[3], r[3]
+    # the second evaluation of the condition, after the flip, still gives the test its outcome
+    assert (r[4]["outcome"], r[4]["flipped"], r[4].get("detached")) == ("fail", True, True), r[4]
+
+
 def test_a_hang_and_a_crash_end_only_their_experiment(proj):
     cond = stmt(proj, "if x > 0:")
     # the `if not ok:` of guard (loops forever), check (os._exit(3)), shoot (SIGKILL), by line
