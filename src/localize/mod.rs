@@ -738,11 +738,17 @@ fn without_unreproduced(
     }))
 }
 
-/// The models of a localization, their first marginals and those runs' convergence.
-type Initial = (Vec<Model>, Vec<Marginals>, Vec<InferenceRun>);
+/// A model's final marginals, the vertices its experiments added and the run's phase.
+type FinalRun = (Marginals, usize, &'static str);
 
-/// Builds the models of `specs` (name, traces) side by side and runs the first inference on
-/// each; the first model's marginals plan the experiments.
+/// The models of a localization, their first marginals (`None`: deferred, see
+/// [`infer_initial`]) and those runs' convergence.
+type Initial = (Vec<Model>, Vec<Option<Marginals>>, Vec<InferenceRun>);
+
+/// Builds the models of `specs` (name, traces) side by side and runs the first inference: on
+/// the first model, whose marginals plan the experiments, and without experiments on every
+/// model. With experiments the other models' first inference waits for their outcomes: when
+/// one passes (or fails, as evidence), only the inference with them is needed.
 fn infer_initial(
     dump: &Dump,
     rules: &Rules,
@@ -755,15 +761,19 @@ fn infer_initial(
         .map(|&(name, traces)| Model::build(name, dump, rules, &fit.views(traces), o.heap))
         .collect();
     let models: Vec<Model> = built.into_iter().collect::<Result<_, _>>()?;
-    let inferred: Vec<Result<Marginals, Error>> = models
+    let now = |i: usize| i == 0 || matches!(o.cfx, CfxSource::Off);
+    let inferred: Vec<Option<Result<Marginals, Error>>> = models
         .par_iter()
-        .map(|m| m.infer(dump, &[], &o.cpd, &o.bp))
+        .enumerate()
+        .map(|(i, m)| now(i).then(|| m.infer(dump, &[], &o.cpd, &o.bp)))
         .collect();
     let mut runs = Vec::new();
-    let mut first: Vec<Marginals> = Vec::new();
+    let mut first: Vec<Option<Marginals>> = Vec::new();
     for (m, marg) in models.iter().zip(inferred) {
-        let marg = marg?;
-        runs.push(m.run_info("initial", &marg.convergence, 0));
+        let marg = marg.transpose()?;
+        if let Some(marg) = &marg {
+            runs.push(m.run_info("initial", &marg.convergence, 0));
+        }
         first.push(marg);
     }
     Ok((models, first, runs))
@@ -774,15 +784,14 @@ fn infer_initial(
 fn run_experiments(
     dump: &Dump,
     o: &Options,
-    models: &[Model],
-    first: &[Marginals],
+    primary: (&Model, &Marginals),
     started: Option<cfx::Started<'_>>,
 ) -> Result<Vec<ExperimentResult>, Error> {
     let plan = || {
         cfx::plan(
             dump,
-            &models[0].premises.vertices,
-            &first[0].p_incorrect,
+            &primary.0.premises.vertices,
+            &primary.1.p_incorrect,
             o.k,
             o.cfx_per_stmt,
         )
@@ -860,7 +869,10 @@ fn localize_excluding(
         let started =
             started.and_then(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         let (models, first, runs) = initial?;
-        let experiments = run_experiments(dump, o, &models, &first, started)?;
+        let primary = first[0]
+            .as_ref()
+            .expect("the first model is inferred at once");
+        let experiments = run_experiments(dump, o, (&models[0], primary), started)?;
         Ok::<_, Error>((models, first, runs, experiments))
     })?;
     // steps kept after compression, in the widest model (F∪P, or F alone)
@@ -879,31 +891,40 @@ fn localize_excluding(
     let likelihoods =
         (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump, o.other_cause));
     let mut final_runs = Vec::new();
-    let with_cfx: Vec<Option<Result<(Marginals, usize), Error>>> = models
+    // each model's final inference: with the experiments' outcomes, or the first one (deferred
+    // until now for all but the first model when experiments were planned)
+    let with_cfx: Vec<Option<Result<FinalRun, Error>>> = models
         .par_iter()
-        .map(|m| {
-            (!observed.is_empty()).then(|| {
-                let obs: Vec<CfxObservation> = observed
-                    .iter()
-                    .map(|&(e, passed)| CfxObservation {
-                        parents: cfx_parents(m, e, dump, o.cfx_model),
-                        passed,
-                        coincidence: o.cfx_evidence != CfxEvidence::Certain,
-                    })
-                    .collect();
-                let added = obs.iter().map(CfxObservation::added_vertices).sum();
-                m.infer(dump, &obs, &o.cpd, &o.bp).map(|marg| (marg, added))
-            })
+        .enumerate()
+        .map(|(i, m)| {
+            if observed.is_empty() {
+                return first[i]
+                    .is_none()
+                    .then(|| m.infer(dump, &[], &o.cpd, &o.bp).map(|g| (g, 0, "initial")));
+            }
+            let obs: Vec<CfxObservation> = observed
+                .iter()
+                .map(|&(e, passed)| CfxObservation {
+                    parents: cfx_parents(m, e, dump, o.cfx_model),
+                    passed,
+                    coincidence: o.cfx_evidence != CfxEvidence::Certain,
+                })
+                .collect();
+            let added = obs.iter().map(CfxObservation::added_vertices).sum();
+            Some(
+                m.infer(dump, &obs, &o.cpd, &o.bp)
+                    .map(|g| (g, added, "with counterfactuals")),
+            )
         })
         .collect();
     let mut scores: Vec<StmtScores> = Vec::new();
     let mut beliefs: Vec<Vec<f64>> = Vec::new();
     for ((i, m), again) in models.iter().enumerate().zip(with_cfx) {
         let marg = match again {
-            None => first[i].clone(),
+            None => first[i].clone().expect("inferred first, or now"),
             Some(r) => {
-                let (marg, n) = r?;
-                runs.push(m.run_info("with counterfactuals", &marg.convergence, n));
+                let (marg, n, phase) = r?;
+                runs.push(m.run_info(phase, &marg.convergence, n));
                 marg
             }
         };
