@@ -574,7 +574,7 @@ fn experiment(
 
 /// Runs re-runs: through the warm runner while it serves, else cold (one process each); counts
 /// both, with the reasons for cold runs, for [`Runner::summary`].
-pub struct Runner<'a> {
+struct Runner<'a> {
     rerun: &'a crate::dump::Rerun,
     dump_dir: PathBuf,
     cwd: PathBuf,

@@ -488,8 +488,8 @@ pub const RETRY_DAMPING: f64 = 0.5;
 pub const UNDAMPED_MAX_ITER: usize = 200;
 /// Iterations after which a damped retry that has not converged gives way to the double loop:
 /// damped BP converged within 410 sweeps on every model of five corpora where it converged at
-/// all (median 41; docs/model.md), and where it did not, its messages still wandered after
-/// 2,000 sweeps, time the double loop then had to make up for.
+/// all (median 41; docs/performance.md, session 20), and where it did not, its messages still
+/// wandered after 2,000 sweeps, time the double loop then had to make up for.
 pub const DAMPED_MAX_ITER: usize = 500;
 /// The double-loop retry (when damped BP does not converge either) may take this many times
 /// `--max-iter` sweeps: its outer loop converges linearly (1,500–1,800 sweeps on the EPGs where
@@ -859,7 +859,7 @@ fn localize_excluding(
     if o.mode != Mode::F {
         specs.push(("F∪P", &fp_traces));
     }
-    let (models, first, mut runs, experiments) = std::thread::scope(|s| {
+    let (models, mut first, mut runs, experiments) = std::thread::scope(|s| {
         // the runner of the re-runs starts while the models are built and inferred
         let started = match &o.cfx {
             CfxSource::Run(ro) => Some(s.spawn(move || cfx::prestart(dump, ro))),
@@ -921,7 +921,7 @@ fn localize_excluding(
     let mut beliefs: Vec<Vec<f64>> = Vec::new();
     for ((i, m), again) in models.iter().enumerate().zip(with_cfx) {
         let marg = match again {
-            None => first[i].clone().expect("inferred first, or now"),
+            None => first[i].take().expect("inferred first, or now"),
             Some(r) => {
                 let (marg, n, phase) = r?;
                 runs.push(m.run_info(phase, &marg.convergence, n));

@@ -81,6 +81,7 @@ class State:
             os.path.join(self.out, ".prosecutor-status.json") if self.out else None)
         self.timeout = _env_float("PROSECUTOR_TEST_TIMEOUT", 10.0)
         self.max_passing = _env_int("PROSECUTOR_MAX_PASSING", 20)
+        self.app_key = {}             # plain-run code key index -> the key if an app function, else None (_app_profile)
         self.step_cap = _env_int("PROSECUTOR_STEP_CAP", 2_000_000)
         self.trace_all = os.environ.get("PROSECUTOR_TRACE_ALL", "") not in ("", "0")
         self.reg = Registry(self.src, self.cwd)
@@ -1861,12 +1862,16 @@ def _app_profile(st, nodeid):
     code = r.get("code") if isinstance(r, dict) else None
     if not isinstance(code, list) or not st.plain_keys:
         return None
+    app = st.app_key
     out = set()
     try:
         for i, _calls in code:
-            key = st.plain_keys[i]
-            path, _line, _qual, name = key.rsplit(":", 3)
-            if name not in sf.OPAQUE_CODE_NAMES and st.reg.role_of(path) == "app":
+            key = app.get(i, _MISSING)
+            if key is _MISSING:
+                key = st.plain_keys[i]
+                path, _line, _qual, name = key.rsplit(":", 3)
+                key = app[i] = key if name not in sf.OPAQUE_CODE_NAMES and st.reg.role_of(path) == "app" else None
+            if key is not None:
                 out.add(key)
     except (IndexError, TypeError, ValueError):
         return None

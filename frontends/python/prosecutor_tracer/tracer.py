@@ -679,29 +679,26 @@ class Tracer:
         every app activation still on the stack. (A function the tracer has not met yet may
         still add: then False.)"""
         need, cov, edges = self.cover_need, cur.coverage, cur.edges
+
+        def covered(co):
+            n = need.get(co)
+            return n is not None and n[0] <= cov and n[1] <= edges
+
         for key in self.profile:
             cos = self.codes_by_key.get(key)
-            if not cos:
+            if not cos or not all(covered(co) for co in cos):
                 return False
-            for co in cos:
-                n = need.get(co)
-                if n is None or not (n[0] <= cov and n[1] <= edges):
-                    return False
-        for rec in self.stack:
-            if rec.method.role != "app":
-                continue
-            n = need.get(rec.pyframe.f_code) if rec.pyframe is not None else None
-            if n is None or not (n[0] <= cov and n[1] <= edges):
-                return False
-        return True
+        return all(r.pyframe is not None and covered(r.pyframe.f_code)
+                   for r in self.stack if r.method.role == "app")
 
     def _detach(self, cur):
         """Stops tracing for the rest of the test (`sys.settrace(None)`, from the global trace
-        function: no event reaches any frame until stop()), past the step cap, where only
-        coverage, edge coverage, methods and exception origins are still recorded, when
-        _nothing_left holds. Not recorded then: the coverage of the test's own code (its
-        remaining lines, never suspects) and the origin of an exception, which past the cap is
-        the last step, where the report puts a failure whose origin is unknown."""
+        function, or from a condition wrapper: no event reaches any frame until stop()): past
+        the step cap when _nothing_left holds (only coverage, edge coverage, methods and
+        exception origins are recorded there), or in a flip re-run once its forced instances
+        are reached (_forced). Not recorded then: the coverage of the test's own code (its
+        remaining lines, never suspects); an exception's origin is reconstructed from its
+        traceback (origin_after_detach)."""
         cur.detached = True
         self.active = False       # (the condition wrappers of frames still running do nothing)
         # where an exception passing through a frame still running would have its origin
