@@ -120,10 +120,22 @@ def instrument_tree(tree, facts):
 
 
 def compile_instrumented(source, path, rel):
-    """(code, facts) of an app file; facts is None when instrumentation was impossible."""
-    facts, tree = sf.analyze_source(source, path, rel, "app")
-    tree = instrument_tree(tree, facts)
-    code = compile(tree, path, "exec", dont_inherit=True)
+    """(code, facts) of an app file; facts is None when instrumentation was impossible.
+
+    The import-time (setup) recording's global trace function is suspended meanwhile: it
+    records nothing of the analysis (tracer code), but its call event for each of the
+    analysis's Python calls tripled the analysis's time (parse's 1,081 lines: 0.15 -> 0.45 s),
+    paid by the traced run, the warm runner's session and every cold re-run at import."""
+    previous = sys.gettrace()
+    if previous is not None:
+        sys.settrace(None)
+    try:
+        facts, tree = sf.analyze_source(source, path, rel, "app")
+        tree = instrument_tree(tree, facts)
+        code = compile(tree, path, "exec", dont_inherit=True)
+    finally:
+        if previous is not None:
+            sys.settrace(previous)
     return code, facts
 
 
