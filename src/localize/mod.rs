@@ -484,9 +484,10 @@ fn bp_with_retries(
 }
 
 /// The double-loop retry stops once a sweep's messages and anchors move less than this (or
-/// `--tol`, if larger): its outer loop converges linearly, and going from 1e-5 to 1e-7 cost half
-/// its sweeps (corpus `parse-001`: 1,659 → 3,623) without moving a ranking's top 10 on 153
-/// stored dumps of four corpora (docs/performance.md, session 21).
+/// `--tol`, if larger): its outer loop converges linearly, and going on from 1e-5 to 1e-7 took
+/// more than half its sweeps (corpus `parse-001`: 1,601 of 3,785). On 146 stored dumps of four
+/// corpora with their experiments' outcomes replayed no ranking's top 10 moved; without
+/// experiments one of 153 did (Defects4J Lang-9, fault 86 → 89; docs/performance.md, session 21).
 pub const DOUBLE_LOOP_TOL: f64 = 1e-5;
 /// Damping of the retry when undamped belief propagation does not converge.
 pub const RETRY_DAMPING: f64 = 0.5;
