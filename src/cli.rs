@@ -385,11 +385,12 @@ impl TraceArgs {
         &self,
         out: PathBuf,
         print_warnings: bool,
+        early: Option<&RunOptions>,
     ) -> Result<crate::frontend::TraceSummary, Error> {
         let s = if self.java {
             self.run_java(out)?
         } else {
-            self.run_python(out)?
+            self.run_python(out, early)?
         };
         for w in s.warnings.iter().filter(|_| print_warnings) {
             eprintln!("warning: {w}");
@@ -410,7 +411,13 @@ impl TraceArgs {
         Ok(s)
     }
 
-    fn run_python(&self, out: PathBuf) -> Result<crate::frontend::TraceSummary, Error> {
+    /// `early`: the experiments to follow; their warm runner is started while the traced run
+    /// runs (unless they run cold).
+    fn run_python(
+        &self,
+        out: PathBuf,
+        early: Option<&RunOptions>,
+    ) -> Result<crate::frontend::TraceSummary, Error> {
         let src = self.src.clone().ok_or_else(|| {
             Error::Other("--src SRC is required to trace a test command".to_owned())
         })?;
@@ -430,7 +437,27 @@ impl TraceArgs {
         o.import_time |= self.import_time;
         o.passing_ok = self.passing_ok;
         o.progress = true;
-        crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()))
+        let early = early.filter(|r| {
+            !matches!(
+                crate::localize::cfx::CfxRunner::resolve(r.runner),
+                Ok(crate::localize::cfx::CfxRunner::Cold) | Err(_)
+            )
+        });
+        let Some(run) = early else {
+            return crate::frontend::python::trace(&o).map_err(|e| Error::Other(e.to_string()));
+        };
+        o.serve_preview = true;
+        let dump = o.out.clone();
+        std::thread::scope(|s| {
+            let traced = s.spawn(|| crate::frontend::python::trace(&o));
+            crate::localize::cfx::early::watch(&dump, run.jobs, &run.early, || {
+                traced.is_finished()
+            });
+            traced
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+        .map_err(|e| Error::Other(e.to_string()))
     }
 
     fn run_java(&self, out: PathBuf) -> Result<crate::frontend::TraceSummary, Error> {
@@ -584,6 +611,16 @@ impl RunInput {
     /// The dump to read: the one given, or the one tracing writes (into `keep_dump`, else a
     /// directory under `tmp`, which the caller keeps alive).
     pub fn dump_dir(&self, tmp: &mut Option<tempfile::TempDir>) -> Result<PathBuf, Error> {
+        self.dump_dir_with(tmp, None)
+    }
+
+    /// As [`Self::dump_dir`]; `early`: the experiments that will follow, whose warm runner is
+    /// then started while a Python test command is traced (`localize::cfx::early`).
+    pub fn dump_dir_with(
+        &self,
+        tmp: &mut Option<tempfile::TempDir>,
+        early: Option<&RunOptions>,
+    ) -> Result<PathBuf, Error> {
         match (&self.dump, self.trace.given()) {
             (Some(d), false) => Ok(d.clone()),
             (Some(_), true) => Err(Error::Other(
@@ -602,7 +639,7 @@ impl RunInput {
                         out
                     }
                 };
-                Ok(self.trace.run(out, false)?.dump)
+                Ok(self.trace.run(out, false, early)?.dump)
             }
             (None, false) => Err(Error::Other(
                 "give a DUMP directory, or --src SRC -- TEST COMMAND, or \
@@ -622,6 +659,7 @@ impl RunInput {
             progress: true,
             known: Vec::new(),
             runner: self.cfx_runner,
+            early: Default::default(),
         }
     }
 
@@ -740,8 +778,12 @@ pub fn try_main() -> Result<i32, Error> {
         }
         Command::Localize(a) => {
             let mut tmp = None;
-            let dump_dir = a.input.dump_dir(&mut tmp)?;
             let (rules, mut o) = a.input.options()?;
+            let runs = match &o.cfx {
+                CfxSource::Run(r) => Some(r),
+                _ => None,
+            };
+            let dump_dir = a.input.dump_dir_with(&mut tmp, runs)?;
             o.granularity = a.granularity;
             if a.html.is_some() {
                 o.paths = crate::html::PATHS;
@@ -789,7 +831,7 @@ pub fn try_main() -> Result<i32, Error> {
             ex.write(&mut out, a.format).map_err(Error::Output)?;
         }
         Command::Trace { trace, out: dir } => {
-            let s = trace.run(dir, true)?;
+            let s = trace.run(dir, true, None)?;
             writeln!(out, "{}", s.dump.display()).map_err(Error::Output)?;
         }
         Command::Plan { dump, model } => {

@@ -362,6 +362,7 @@ pub fn run_case(case: &Case, s: &Settings) -> CaseResult {
         progress: false,
         known: Vec::new(),
         runner: None,
+        early: Default::default(),
     };
     let experiments = s.cfx && dump.manifest.rerun.is_some();
     let mut cache = CfxCache {

@@ -104,6 +104,10 @@ pub struct PythonTraceOptions {
     /// A dump in which every test passes is no error (a fixed version's dump, the reference of
     /// `explain --reference`).
     pub passing_ok: bool,
+    /// The traced run writes a preview of its warm runner's command into the dump at start-up
+    /// (`PROSECUTOR_SERVE_PREVIEW`), from which `localize` starts it early
+    /// (`localize::cfx::early`).
+    pub serve_preview: bool,
 }
 
 impl PythonTraceOptions {
@@ -126,6 +130,7 @@ impl PythonTraceOptions {
             import_time: std::env::var("PROSECUTOR_SETUP").is_ok_and(|v| v.trim() == "1"),
             progress: false,
             passing_ok: false,
+            serve_preview: false,
         }
     }
 }
@@ -268,6 +273,9 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     let plain_path = out.join(".prosecutor-plain.json");
     let _ = std::fs::remove_file(&plain_path);
     let mut env: Vec<(&str, OsString)> = vec![("PROSECUTOR_MODE", "trace".into())];
+    if opts.serve_preview {
+        env.push(("PROSECUTOR_SERVE_PREVIEW", "1".into()));
+    }
     let mut plain_run = None;
     if opts.plain_run && opts.plain_alongside {
         return trace_with_plain_alongside(opts, &cwd, &src, &out, &pkg, &status_path, &plain_path);
@@ -540,6 +548,7 @@ fn run_command(
             "PROSECUTOR_PLAIN_TIMEOUT",
             "PROSECUTOR_PLAIN_STREAM",
             "PROSECUTOR_PLAIN_DONE",
+            "PROSECUTOR_SERVE_PREVIEW",
         ] {
             c.env_remove(k);
         }

@@ -17,6 +17,7 @@
 //! may be a coincidence), and with `outcomes` a flip that still fails is a `cfx` vertex observed
 //! correct ([`super::CfxEvidence`]).
 
+pub mod early;
 mod warm;
 
 use std::path::{Path, PathBuf};
@@ -268,6 +269,17 @@ pub fn match_results(
     Ok(out)
 }
 
+/// The `[rerun] serve` command with its placeholders filled in: `{jobs}` (at least 1) and
+/// `{dump}` (the dump directory).
+fn serve_command(argv: &[String], jobs: usize, dump_dir: &Path) -> Vec<String> {
+    argv.iter()
+        .map(|a| {
+            a.replace("{jobs}", &jobs.max(1).to_string())
+                .replace("{dump}", &dump_dir.display().to_string())
+        })
+        .collect()
+}
+
 /// How to run experiments.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -280,6 +292,9 @@ pub struct RunOptions {
     pub known: Vec<ExperimentResult>,
     /// Warm, cold or auto; `None`: [`CfxRunner::resolve`] (the environment, else auto).
     pub runner: Option<CfxRunner>,
+    /// A warm runner started while the dump was traced ([`early::watch`]); used when the dump
+    /// asks for the same one.
+    pub early: early::Slot,
 }
 
 /// The runner of a dump's re-runs, started before the experiments are planned ([`prestart`]).
@@ -581,6 +596,8 @@ struct Runner<'a> {
     tmp: tempfile::TempDir,
     counter: AtomicUsize,
     warm: Option<warm::Server>,
+    /// The warm runner was started while the dump was traced ([`early`]).
+    early: bool,
     /// Why every run is cold although nothing failed (`--cfx-runner cold`, an older dump).
     expected: Option<String>,
     /// Why the warm runner stopped serving (or never did), once it has.
@@ -616,6 +633,7 @@ impl<'a> Runner<'a> {
             tmp: tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?,
             counter: AtomicUsize::new(0),
             warm: None,
+            early: false,
             expected: None,
             fallback: Mutex::new(None),
             warm_runs: AtomicUsize::new(0),
@@ -647,7 +665,7 @@ impl<'a> Runner<'a> {
             (_, Some(argv)) => argv,
         };
         match self.start_warm(argv, dump, o) {
-            Ok(s) => self.warm = Some(s),
+            Ok((s, early)) => (self.warm, self.early) = (Some(s), early),
             Err(why) if choice == CfxRunner::Warm => {
                 return Err(format!(
                     "--cfx-runner warm: the warm runner did not start: {why}"
@@ -665,25 +683,20 @@ impl<'a> Runner<'a> {
         argv: &[String],
         dump: &Dump,
         o: &RunOptions,
-    ) -> Result<warm::Server, String> {
+    ) -> Result<(warm::Server, bool), String> {
         if argv.is_empty() {
             return Err("[rerun] serve is empty".to_owned());
         }
-        let argv: Vec<String> = argv
-            .iter()
-            .map(|a| {
-                a.replace("{jobs}", &o.jobs.max(1).to_string())
-                    .replace("{dump}", &self.dump_dir.display().to_string())
-            })
-            .collect();
+        let argv = serve_command(argv, o.jobs, &self.dump_dir);
         // as long as a control run may take: the server's start-up is a cold re-run's
         let base = o.timeout.unwrap_or(base_timeout(dump, ""));
-        warm::Server::start(
-            &argv,
-            &self.cwd,
-            &self.rerun.env,
-            (base * 2).max(HANDSHAKE_MIN),
-        )
+        let limit = (base * 2).max(HANDSHAKE_MIN);
+        match o.early.take(&argv, &self.cwd, &self.rerun.env) {
+            Some(early) => early.spawned.ready(limit).map(|s| (s, true)),
+            None => {
+                warm::Server::start(&argv, &self.cwd, &self.rerun.env, limit).map(|s| (s, false))
+            }
+        }
     }
 
     /// Runs `e` with time limit `limit` (`control`: a control run, which flips nothing on
@@ -764,7 +777,12 @@ impl<'a> Runner<'a> {
             self.warm_runs.load(Ordering::Relaxed),
             self.cold_runs.load(Ordering::Relaxed),
         );
-        let warm = format!("warm runner (forked), {w} runs");
+        let when = if self.early {
+            ", started while tracing"
+        } else {
+            ""
+        };
+        let warm = format!("warm runner (forked{when}), {w} runs");
         let why: Vec<String> = lock(&self.cold_reasons).iter().cloned().collect();
         let cold = format!(
             "cold runner (a process per run), {c} runs: {}",

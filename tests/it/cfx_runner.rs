@@ -83,10 +83,13 @@ fn warm_runner_gives_the_cold_runners_results() {
     require_pytest();
     let dir = tempfile::tempdir().unwrap();
     let (warm, stderr) = traced_warm(dir.path());
+    // the server was started from the traced run's preview, which is gone from the dump
     assert!(
-        stderr.contains("counterfactual experiments: warm runner (forked), "),
+        stderr
+            .contains("counterfactual experiments: warm runner (forked, started while tracing), "),
         "{stderr}"
     );
+    assert!(!dir.path().join("dump/.prosecutor-serve.json").exists());
     let cold_out = localize_dump(
         &dir.path().join("dump"),
         &["--cfx-runner", "cold", "--cfx-timeout", "120"],

@@ -667,6 +667,8 @@ def pytest_configure(config):
         return
     st.config = config
     _checks(st, config)
+    if st.mode == "trace" and st.out and os.environ.get("PROSECUTOR_SERVE_PREVIEW") == "1":
+        _write_serve_preview(st)
 
 
 def _app_files(st, test_code=None):
@@ -1334,12 +1336,7 @@ def pytest_runtestloop(session):
     fds = _protocol_fds()
     if len(fds) != 2:
         raise pytest.UsageError("prosecutor: serve mode needs PROSECUTOR_SERVE_FDS (run flip.py --serve)")
-    cfg = os.environ.get("PROSECUTOR_SERVE_CONFIG") or ""
-    try:
-        with open(cfg, encoding="utf-8") as fh:
-            st.serve_tests = json.load(fh).get("tests") or {}
-    except (OSError, ValueError, AttributeError):
-        st.serve_tests = {}
+    st.serve_tests = None      # read at the first request (_Prewarm)
     opt = session.config.option
     # a flip re-run does not run its test either when collection failed (pytest's runtestloop)
     st.serve_blocked = bool(session.testsfailed and not opt.continue_on_collection_errors) or opt.collectonly
@@ -1366,6 +1363,16 @@ def pytest_runtestloop(session):
         task.abort()
 
 
+def _serve_tests():
+    """rerun.json's per-test entries, read at the first request: a session started while the
+    traced run ran (SERVE_PREVIEW) began before they were written."""
+    try:
+        with open(os.environ.get("PROSECUTOR_SERVE_CONFIG") or "", encoding="utf-8") as fh:
+            return json.load(fh).get("tests") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 class _Prewarm:
     """What every child of the serve-mode session would compute for itself on its first call
     events, computed once in the session before the fork (serve.serve's `prepare`): the static
@@ -1380,6 +1387,8 @@ class _Prewarm:
         self.app = False
 
     def __call__(self, req):
+        if self.st.serve_tests is None:
+            self.st.serve_tests = _serve_tests()
         test = req.get("test")
         mods = [it.module for it in self.session.items
                 if it.nodeid == test and getattr(it, "module", None) is not None]
@@ -2499,7 +2508,8 @@ def _rerun_tests(st, entries):
     return out
 
 
-def _write_manifest(st, entries, warnings):
+def _rerun_config(st, tests):
+    """rerun.json: how a re-run starts the test session (flip.py reads it), and `tests`."""
     argv = None
     raw = os.environ.get("PROSECUTOR_COMMAND")
     if raw:
@@ -2509,11 +2519,52 @@ def _write_manifest(st, entries, warnings):
             argv = None
     if not argv:
         argv = [sys.executable, "-m", "pytest"] + [str(a) for a in st.config.invocation_params.args]
-    pkg_parent = _pkg_parent()
-    user_env = user_environment()
-    rerun_cfg = {"src": st.src, "cwd": st.cwd, "command": argv, "timeout": st.timeout,
-                 "step_cap": st.step_cap, "test_globs": st.reg.test_globs, "pythonpath": pkg_parent, "env": user_env,
-                 "tests": _rerun_tests(st, entries)}
+    return {"src": st.src, "cwd": st.cwd, "command": argv, "timeout": st.timeout,
+            "step_cap": st.step_cap, "test_globs": st.reg.test_globs, "pythonpath": _pkg_parent(),
+            "env": user_environment(), "tests": tests}
+
+
+def _serve_argv():
+    """The warm runner's command (the manifest's [rerun] serve; placeholders {jobs}, {dump})."""
+    return [sys.executable, "-m", "prosecutor_tracer.flip", "--serve", "--jobs", "{jobs}",
+            "--config", "{dump}/rerun.json"]
+
+
+def _serve_env(user_env):
+    """The environment the manifest's [rerun] section gives the re-runs and the warm runner."""
+    return {"PYTHONHASHSEED": user_env.get("PYTHONHASHSEED") or "0", "PYTHONPATH": _pkg_parent()}
+
+
+def _write_json(path, data):
+    """Writes `data` to `path` whole (a reader polling for the file never sees half of it)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+    os.replace(tmp, path)
+
+
+# The warm runner started while the traced run runs (PROSECUTOR_SERVE_PREVIEW=1, set by
+# `localize` when it will run experiments): at configure the traced run writes rerun.json
+# without its per-test entries, then SERVE_PREVIEW with the serve command, its cwd and
+# environment, as the manifest will give them; the driver starts the warm runner from it, whose
+# session imports and collects alongside the traced run. rerun.json's final version (with
+# "tests") is written at the end, before the first request: the warm runner reads "tests" then.
+SERVE_PREVIEW = ".prosecutor-serve.json"
+
+
+def _write_serve_preview(st):
+    try:
+        cfg = _rerun_config(st, {})
+        _write_json(os.path.abspath(os.path.join(st.out, "rerun.json")), cfg)
+        _write_json(os.path.join(st.out, SERVE_PREVIEW),
+                    {"serve": _serve_argv(), "cwd": st.cwd, "env": _serve_env(cfg["env"])})
+    except (OSError, TypeError, ValueError):
+        pass        # no early start: the warm runner starts after the traced run, as without
+
+
+def _write_manifest(st, entries, warnings):
+    rerun_cfg = _rerun_config(st, _rerun_tests(st, entries))
+    pkg_parent, user_env = rerun_cfg["pythonpath"], rerun_cfg["env"]
     cfg_path = os.path.abspath(os.path.join(st.out, "rerun.json"))
     with open(cfg_path, "w", encoding="utf-8") as fh:
         json.dump(rerun_cfg, fh, indent=1)
@@ -2538,11 +2589,10 @@ def _write_manifest(st, entries, warnings):
                                                   "--stmt", "{stmt}", "--occurrence", "{occurrence}",
                                                   "--out", "{out}", "--config", "{dump}/rerun.json"]) + "]",
         # the warm runner: one session answers every experiment (flip.py --serve)
-        "serve = [" + ", ".join(_q(a) for a in [sys.executable, "-m", "prosecutor_tracer.flip", "--serve",
-                                                "--jobs", "{jobs}", "--config", "{dump}/rerun.json"]) + "]",
+        "serve = [" + ", ".join(_q(a) for a in _serve_argv()) + "]",
         f"cwd = {_q(st.cwd)}",
         f"timeout_ms = {timeout_ms}",
-        f"env = {{ PYTHONHASHSEED = {_q(user_env.get('PYTHONHASHSEED') or '0')}, PYTHONPATH = {_q(pkg_parent)} }}",
+        "env = { " + ", ".join(f"{k} = {_q(v)}" for k, v in _serve_env(user_env).items()) + " }",
         # app files imported before the tracer: their branches cannot be flipped by a re-run
         "not_flippable = [" + ", ".join(_q(f) for f in st.reg.uninstrumented) + "]",
         "",

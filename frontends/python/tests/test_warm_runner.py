@@ -428,3 +428,32 @@ def test_the_session_prewarms_what_each_child_would_compute(tmp_path):
         assert lm is not None and lm.id == m.id, co
         assert lazy.posmap_of(co, lm) == warm.posmaps[co], co
         assert lazy.cover_need[co] == warm.cover_need[co], co
+
+
+def test_a_session_started_from_the_preview_reads_the_tests_at_its_first_request(tmp_path):
+    """PROSECUTOR_SERVE_PREVIEW (`localize` starts the warm runner while the traced run runs):
+    the traced run's preview names the serve command, cwd and environment of its manifest, and a
+    session started while rerun.json had no "tests" yet reads them at its first request (here:
+    the setup segments that number the import-time evaluation as occurrence 1)."""
+    d = run(tmp_path, IMPORT_TIME, extra_env={"PROSECUTOR_SETUP": "1", "PROSECUTOR_SERVE_PREVIEW": "1"})
+    with open(os.path.join(d.d, ".prosecutor-serve.json")) as fh:
+        preview = json.load(fh)
+    rr = d.manifest["rerun"]
+    assert (preview["serve"], preview["cwd"], preview["env"]) == (rr["serve"], rr["cwd"], rr["env"])
+    cfg_path = os.path.join(d.d, "rerun.json")
+    with open(cfg_path) as fh:
+        final = json.load(fh)
+    t = d.test("test_norm")
+    assert final["tests"][t["id"]]["setup_segments"], final["tests"]
+    with open(cfg_path, "w") as fh:
+        json.dump(dict(final, tests={}), fh)        # as the session found it at its start
+    s = Server(d)
+    with open(cfg_path, "w") as fh:
+        json.dump(final, fh)                        # written when the traced run ended
+    cond = [s_ for s_, r in d.stmts().items() if r[5] == "if x > 0:"][0]
+    out = s.ask([req(1, t["id"], cond, 1), req(2, t["id"], cond, 2)])
+    s.close()
+    for i, occ in ((1, 1), (2, 2)):
+        c = cold(d, t["id"], cond, occ, tmp_path)
+        assert (c["outcome"], c["flipped"], c["detail"]) == (out[i]["outcome"], out[i]["flipped"], out[i]["detail"])
+    assert out[2]["flipped"] and out[2]["outcome"] == "pass", out[2]

@@ -72,6 +72,15 @@ impl Server {
         env: &BTreeMap<String, String>,
         handshake: Duration,
     ) -> Result<Server, String> {
+        Server::spawn(argv, cwd, env)?.ready(handshake)
+    }
+
+    /// Starts `argv` in `cwd` with `env` added; [`Spawned::ready`] then waits for its handshake.
+    pub fn spawn(
+        argv: &[String],
+        cwd: &Path,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Spawned, String> {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .current_dir(cwd)
@@ -97,8 +106,7 @@ impl Server {
             tail,
             next_id: AtomicU64::new(1),
         };
-        server.handshake(&hello_rx, handshake)?;
-        Ok(server)
+        Ok(Spawned { server, hello_rx })
     }
 
     fn handshake(&self, rx: &mpsc::Receiver<String>, limit: Duration) -> Result<(), String> {
@@ -213,6 +221,20 @@ impl Server {
         } else {
             format!("{why} (its last output: {})", tail.join(" | "))
         }
+    }
+}
+
+/// A server started but not yet known to be ready (dropped: stopped, as a [`Server`] is).
+pub(super) struct Spawned {
+    server: Server,
+    hello_rx: mpsc::Receiver<String>,
+}
+
+impl Spawned {
+    /// Waits up to `limit` for the server's handshake.
+    pub fn ready(self, limit: Duration) -> Result<Server, String> {
+        self.server.handshake(&self.hello_rx, limit)?;
+        Ok(self.server)
     }
 }
 
