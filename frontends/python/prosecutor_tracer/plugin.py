@@ -1336,12 +1336,12 @@ def pytest_runtestloop(session):
     fds = _protocol_fds()
     if len(fds) != 2:
         raise pytest.UsageError("prosecutor: serve mode needs PROSECUTOR_SERVE_FDS (run flip.py --serve)")
-    st.serve_tests = None      # read at the first request (_Prewarm)
+    st.serve_tests = None      # read at the first request (_before_fork)
     opt = session.config.option
     # a flip re-run does not run its test either when collection failed (pytest's runtestloop)
     st.serve_blocked = bool(session.testsfailed and not opt.continue_on_collection_errors) or opt.collectonly
     task = serve.serve(fds[0], fds[1], _env_int("PROSECUTOR_SERVE_JOBS", 1), {"tests": len(session.items)},
-                       prepare=_Prewarm(st, session))
+                       prepare=_before_fork(st, session))
     if task is None:
         return True      # the session: the requests have ended
     # a child: one flip re-run; the test protocol is called from this frame, at the stack depth
@@ -1361,6 +1361,18 @@ def pytest_runtestloop(session):
         task.finish(res if res is not None else _flip_result(st))
     except BaseException:
         task.abort()
+
+
+def _before_fork(st, session):
+    """serve.serve's `prepare`, run in the session before each request's fork: rerun.json's
+    per-test entries (read at the first request) and the prewarmed caches (_Prewarm)."""
+    prewarm = _Prewarm(st, session)
+
+    def prepare(req):
+        if st.serve_tests is None:
+            st.serve_tests = _serve_tests()
+        prewarm(req)
+    return prepare
 
 
 def _serve_tests():
@@ -1387,8 +1399,6 @@ class _Prewarm:
         self.app = False
 
     def __call__(self, req):
-        if self.st.serve_tests is None:
-            self.st.serve_tests = _serve_tests()
         test = req.get("test")
         mods = [it.module for it in self.session.items
                 if it.nodeid == test and getattr(it, "module", None) is not None]
