@@ -64,11 +64,6 @@ impl Slot {
         let early = lock(&self.0).take()?;
         (early.argv == argv && early.cwd == cwd && &early.env == env).then_some(early)
     }
-
-    /// Whether a server was started early (and not taken yet).
-    pub fn is_started(&self) -> bool {
-        lock(&self.0).is_some()
-    }
 }
 
 /// Waits for the traced run's preview in `dump` until `done()` (the traced run has ended), then
