@@ -691,12 +691,16 @@ impl<'a> Runner<'a> {
         // as long as a control run may take: the server's start-up is a cold re-run's
         let base = o.timeout.unwrap_or(base_timeout(dump, ""));
         let limit = (base * 2).max(HANDSHAKE_MIN);
-        match o.early.take(&argv, &self.cwd, &self.rerun.env) {
-            Some(early) => early.spawned.ready(limit).map(|s| (s, true)),
-            None => {
-                warm::Server::start(&argv, &self.cwd, &self.rerun.env, limit).map(|s| (s, false))
-            }
+        // an early server that does not shake hands (it shared the machine with the traced
+        // run) gets no say: a server of our own is started as without it
+        if let Some(Ok(s)) = o
+            .early
+            .take(&argv, &self.cwd, &self.rerun.env)
+            .map(|early| early.spawned.ready(limit))
+        {
+            return Ok((s, true));
         }
+        warm::Server::start(&argv, &self.cwd, &self.rerun.env, limit).map(|s| (s, false))
     }
 
     /// Runs `e` with time limit `limit` (`control`: a control run, which flips nothing on

@@ -2574,10 +2574,8 @@ def _write_serve_preview(st):
 
 def _write_manifest(st, entries, warnings):
     rerun_cfg = _rerun_config(st, _rerun_tests(st, entries))
-    pkg_parent, user_env = rerun_cfg["pythonpath"], rerun_cfg["env"]
-    cfg_path = os.path.abspath(os.path.join(st.out, "rerun.json"))
-    with open(cfg_path, "w", encoding="utf-8") as fh:
-        json.dump(rerun_cfg, fh, indent=1)
+    user_env = rerun_cfg["env"]
+    _write_json(os.path.abspath(os.path.join(st.out, "rerun.json")), rerun_cfg)
     # An experiment re-runs one test traced (flip mode traces it as here, without heap recording),
     # in a new process that starts pytest, imports through the instrumenting hook and collects
     # again: its budget is the test's traced duration (not its plain one, which is shorter by

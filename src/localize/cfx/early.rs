@@ -7,8 +7,9 @@
 //! section will give, and `rerun.json` without its per-test entries (docs/frontend-python.md
 //! "Warm runner"). [`watch`] starts the server from it as soon as it appears. The runner of the
 //! experiments takes that server only if the dump's final `[rerun]` section asks for the very
-//! same command, cwd and environment ([`Slot::take`]); otherwise, or when no experiment runs, the
-//! early server is stopped and nothing else changes.
+//! same command, cwd and environment ([`Slot::take`]) and the server shakes hands; otherwise,
+//! or when no experiment runs, the early server is stopped and the runner starts its own as
+//! without it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
