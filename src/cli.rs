@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::infer::{BpOptions, Cpd, Schedule};
 use crate::localize::cfx::RunOptions;
 use crate::localize::ranking::Granularity;
-use crate::localize::{CfxEvidence, CfxModel, CfxSource, Mode, Options};
+use crate::localize::{CfxEvidence, CfxModel, CfxSource, CfxThrown, Mode, Options};
 use crate::pipeline::{self, Rules};
 use crate::report::Format as ReportFormat;
 
@@ -90,7 +90,7 @@ pub struct ModelArgs {
     /// prosecutor-fp, prosecutor-minrank, prosecutor-nocompress, prosecutor-nospectrum,
     /// prosecutor-eps01, prosecutor-noheap, prosecutor-passing-methods, prosecutor-cfx-successors,
     /// prosecutor-cfx-spread, prosecutor-cfx-coincidence, prosecutor-cfx-outcomes,
-    /// prosecutor-paper-rules, prosecutor-paper; src/variants.rs): its settings override the
+    /// prosecutor-cfx-thrown, prosecutor-paper-rules, prosecutor-paper; src/variants.rs): its settings override the
     /// other model flags.
     #[arg(long, help_heading = "Model")]
     pub variant: Option<String>,
@@ -155,6 +155,17 @@ pub struct ModelArgs {
         help_heading = "Counterfactual experiments"
     )]
     pub cfx_evidence: CfxEvidence,
+    /// What a flip that passes by a thrown exception is evidence of: the call into the code
+    /// under analysis that held the flip threw, and the test accepted the exception (an
+    /// expected-exception check, which any throwing path satisfies). `ignore`: none (default);
+    /// `evidence`: as any pass (the paper). Reported by the JVM and Python front-ends.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        help_heading = "Counterfactual experiments"
+    )]
+    pub cfx_thrown: CfxThrown,
     /// At most N of the experiments flip instances of one statement (0: no limit, the paper's
     /// planner; `--variant prosecutor-cfx-spread` is 2).
     #[arg(
@@ -249,6 +260,7 @@ impl ModelArgs {
             cfx: CfxSource::Off,
             cfx_model: self.cfx_model,
             cfx_evidence: self.cfx_evidence,
+            cfx_thrown: self.cfx_thrown,
             cfx_per_stmt: self.cfx_per_statement,
             spectrum_weight: self.spectrum_weight,
             other_cause: self.other_cause,

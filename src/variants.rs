@@ -7,7 +7,7 @@
 //! ablation by adding one line here.
 
 use crate::error::Error;
-use crate::localize::{CfxEvidence, CfxModel, Mode, Options, PassingSelection};
+use crate::localize::{CfxEvidence, CfxModel, CfxThrown, Mode, Options, PassingSelection};
 use crate::pipeline::Rules;
 
 /// One change to the default configuration.
@@ -35,6 +35,8 @@ pub enum Unit {
     CfxPerStatement(usize),
     /// What an experiment's outcome is evidence of.
     CfxEvidence(CfxEvidence),
+    /// What a pass by a thrown exception is evidence of.
+    CfxThrown(CfxThrown),
 }
 
 /// A named configuration: the default options changed by `units`, in order.
@@ -136,6 +138,12 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::CfxEvidence(CfxEvidence::Outcomes)],
     },
     Variant {
+        id: "prosecutor-cfx-thrown",
+        label: "cfx thrown passes count",
+        about: "a flip that passes because the call holding it threw an exception the test accepted counts as evidence, as every pass does in the paper (the default ignores it: an expected-exception check passes on any throwing path)",
+        units: &[Unit::CfxThrown(CfxThrown::Evidence)],
+    },
+    Variant {
         id: "prosecutor-paper-rules",
         label: "paper rules",
         about: "the paper's literal rules (rules/epg-paper.dl: copies are causes)",
@@ -144,7 +152,7 @@ pub const VARIANTS: &[Variant] = &[
     Variant {
         id: "prosecutor-paper",
         label: "paper model",
-        about: "the paper's model as published: literal rules, no spectrum likelihood, no heap, cfx ← successors",
+        about: "the paper's model as published: literal rules, no spectrum likelihood, no heap, cfx ← successors, every pass evidence",
         units: &[
             Unit::Mode(Mode::Both),
             Unit::Rules("epg-paper.dl"),
@@ -152,6 +160,7 @@ pub const VARIANTS: &[Variant] = &[
             Unit::NoHeap,
             Unit::Passing(PassingSelection::Methods),
             Unit::Cfx(CfxModel::Successors),
+            Unit::CfxThrown(CfxThrown::Evidence),
         ],
     },
 ];
@@ -206,6 +215,7 @@ impl Variant {
                 Unit::Cfx(m) => o.cfx_model = m,
                 Unit::CfxPerStatement(n) => o.cfx_per_stmt = n,
                 Unit::CfxEvidence(e) => o.cfx_evidence = e,
+                Unit::CfxThrown(t) => o.cfx_thrown = t,
             }
         }
         Ok(rules)

@@ -111,6 +111,12 @@ pub struct ExperimentResult {
     /// The steps the re-run patched (when [`Experiment::values`] asked for a patch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patched: Option<Vec<u64>>,
+    /// The outermost call into the code under analysis that was open at the flip ended by an
+    /// exception, which reached the test: a pass this way is the test accepting a thrown
+    /// exception (docs/model.md, "A pass by a thrown exception"). A front-end that does not
+    /// report it leaves it false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub thrown: bool,
 }
 
 /// How counterfactual experiments run (`localize --cfx-runner`, or the environment variable
@@ -579,6 +585,7 @@ fn experiment(
             forced: false,
             forced_report: None,
             patched: None,
+            thrown: false,
         },
         Control::Fails(took) => {
             let limit = o.timeout.unwrap_or_else(|| measured_limit(*took));
@@ -763,6 +770,7 @@ impl<'a> Runner<'a> {
             forced: reply.forced.is_some(),
             forced_report: reply.forced,
             patched: reply.patched,
+            thrown: reply.thrown,
         }
     }
 
@@ -849,6 +857,7 @@ fn run_one(
         forced: false,
         forced_report: None,
         patched: None,
+        thrown: false,
     };
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -914,6 +923,8 @@ fn run_one(
         forced: Option<serde_json::Value>,
         #[serde(default)]
         patched: Option<Vec<u64>>,
+        #[serde(default)]
+        thrown: bool,
     }
     fn yes() -> bool {
         true
@@ -928,6 +939,7 @@ fn run_one(
                 forced: r.forced.is_some(),
                 forced_report: r.forced,
                 patched: r.patched,
+                thrown: r.thrown,
                 ..finish(o, detail)
             }
         }
@@ -1066,6 +1078,7 @@ mod tests {
             forced: false,
             forced_report: None,
             patched: None,
+            thrown: false,
         }
     }
 

@@ -84,6 +84,20 @@ pub enum CfxEvidence {
     Outcomes,
 }
 
+/// What a flip that passes *by a thrown exception* is evidence of: the outermost call into the
+/// code under analysis that was open at the flip threw, and the test accepted the exception
+/// (an expected-exception check; docs/model.md, "A pass by a thrown exception").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CfxThrown {
+    /// No evidence: a check that expects an exception passes on any path that throws it, so the
+    /// pass says nothing about the flipped branch.
+    #[default]
+    Ignore,
+    /// Evidence like any other pass (`--cfx-evidence`), as the paper reads every pass.
+    Evidence,
+}
+
 /// One experiment's evidence: the `cfx` vertex's parents and what was observed.
 #[derive(Debug, Clone)]
 pub struct CfxObservation {
@@ -133,6 +147,8 @@ pub struct Options {
     pub cfx_model: CfxModel,
     /// What an experiment's outcome is evidence of.
     pub cfx_evidence: CfxEvidence,
+    /// What a pass by a thrown exception is evidence of.
+    pub cfx_thrown: CfxThrown,
     /// At most this many of the k experiments flip instances of one statement (0: no limit,
     /// the paper's planner: the k most suspicious instances, whatever their statement).
     pub cfx_per_stmt: usize,
@@ -174,6 +190,7 @@ impl Default for Options {
             cfx: CfxSource::Off,
             cfx_model: CfxModel::default(),
             cfx_evidence: CfxEvidence::default(),
+            cfx_thrown: CfxThrown::default(),
             cfx_per_stmt: 0,
             max_steps: None,
             spectrum_weight: SPECTRUM_WEIGHT,
@@ -889,6 +906,7 @@ fn localize_excluding(
     }
     let observed: Vec<(&Experiment, bool)> = experiments
         .iter()
+        .filter(|r| !(r.thrown && o.cfx_thrown == CfxThrown::Ignore))
         .filter(|r| {
             r.outcome == CfxOutcome::Pass
                 || (r.outcome == CfxOutcome::Fail && o.cfx_evidence == CfxEvidence::Outcomes)
@@ -974,6 +992,7 @@ fn localize_excluding(
     let steps = fp_traces.iter().map(|&t| dump.traces[t].steps.len()).sum();
     let mut warnings = fit.warnings;
     warnings.extend(report_warnings(&convergence, &experiments));
+    warnings.extend(thrown_passes(&experiments, o.cfx_thrown));
     Ok(Report {
         mode: o.mode,
         granularity: o.granularity,
@@ -989,6 +1008,32 @@ fn localize_excluding(
         },
         warnings,
         details,
+    })
+}
+
+/// How many passing experiments passed by a thrown exception the test accepted, and what was
+/// made of them; `None` when there were none.
+fn thrown_passes(experiments: &[ExperimentResult], how: CfxThrown) -> Option<String> {
+    let n = experiments
+        .iter()
+        .filter(|r| r.outcome == CfxOutcome::Pass && r.thrown)
+        .count();
+    let passes = experiments
+        .iter()
+        .filter(|r| r.outcome == CfxOutcome::Pass)
+        .count();
+    let made = match how {
+        CfxThrown::Ignore => {
+            "not counted as evidence: an expected-exception check passes on any \
+                              path that throws (--cfx-thrown evidence counts them)"
+        }
+        CfxThrown::Evidence => "counted as evidence (--cfx-thrown evidence)",
+    };
+    (n > 0).then(|| {
+        format!(
+            "{n} of {passes} passing counterfactual experiments passed by an exception the test \
+             accepted (the call that held the flip threw it): {made}"
+        )
     })
 }
 

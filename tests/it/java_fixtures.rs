@@ -23,7 +23,8 @@ use crate::common::*;
 
 /// Every project of fixtures/java (checked against the directory by
 /// [`every_fixture_is_tested`]).
-const FIXTURES: [&str; 9] = [
+const FIXTURES: [&str; 10] = [
+    "expected_exception",
     "field_mutation",
     "hang_on_flip",
     "interface_dispatch",
@@ -225,9 +226,14 @@ fn stdout_of(args: &[&OsStr]) -> String {
 
 /// `localize DUMP --format json EXTRA...`, parsed.
 fn localize_json(dump: &Path, extra: &[&str]) -> Value {
+    serde_json::from_slice(&localize_output(dump, extra).stdout).unwrap()
+}
+
+/// `localize DUMP --format json EXTRA...`: its output, once it succeeded.
+fn localize_output(dump: &Path, extra: &[&str]) -> std::process::Output {
     let mut args: Vec<&OsStr> = vec!["localize".as_ref(), dump.as_ref()];
     args.extend(["--format", "json"].iter().chain(extra).map(OsStr::new));
-    serde_json::from_str(&stdout_of(&args)).unwrap()
+    run_ok(bin().args(&args), &format!("prosecutor {args:?}"))
 }
 
 /// The ranking as (file name, line) → (rank, score).
@@ -308,6 +314,11 @@ fn outcomes_and_epg(name: &str) {
         );
     }
     insta::assert_snapshot!(format!("java_epg_{name}"), tsv);
+}
+
+#[test]
+fn expected_exception() {
+    outcomes_and_epg("expected_exception");
 }
 
 #[test]
@@ -457,6 +468,54 @@ fn fig3_flip_of_line_21_makes_the_failing_test_pass() {
     for e in others {
         assert_eq!((e.3.as_str(), e.4.as_str()), (failing, "fail"), "{e:?}");
     }
+}
+
+/// A flip that passes because the call holding it threw into a test that expects the exception
+/// is reported as thrown and is no evidence by default (expected_exception's fixture.toml,
+/// `flip_outcomes`): in testNegative the flips of lines 5 and 12 throw out of `parseAge` into
+/// the test's catch; in testNegativeDefault the same flips throw into `ageOr`'s catch, so its
+/// passes are ordinary ones. With `--cfx-thrown evidence` every pass counts, as in the paper.
+#[test]
+fn a_pass_by_a_thrown_exception_is_reported_and_not_evidence() {
+    require_jdk("a_pass_by_a_thrown_exception_is_reported_and_not_evidence");
+    let dump = &built("expected_exception").dump;
+    let out = localize_output(dump, &[]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pkg = "fixtures.expected_exception.AgesTest::";
+    let mut passes = BTreeMap::new();
+    for e in v["experiments"].as_array().unwrap() {
+        if e["outcome"] == "pass" {
+            let test = e["test"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches(pkg)
+                .to_owned();
+            let thrown = e.get("thrown").and_then(Value::as_bool).unwrap_or(false);
+            passes.insert((test, e["line"].as_u64().unwrap()), thrown);
+        }
+    }
+    let want: BTreeMap<(String, u64), bool> = [
+        (("testNegative".to_owned(), 5), true),
+        (("testNegative".to_owned(), 12), true),
+        (("testNegativeDefault".to_owned(), 5), false),
+        (("testNegativeDefault".to_owned(), 12), false),
+    ]
+    .into();
+    assert_eq!(passes, want, "{}", v["experiments"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "2 of 4 passing counterfactual experiments passed by an exception the test accepted"
+        ) && err.contains("not counted as evidence"),
+        "{err}"
+    );
+    // counted, the two passes of testNegative add evidence: some score changes
+    let counted = localize_json(dump, &["--cfx-thrown", "evidence"]);
+    assert_ne!(
+        ranking_by_file_name(&v),
+        ranking_by_file_name(&counted),
+        "the thrown passes moved nothing"
+    );
 }
 
 /// A flip whose re-run never ends (hang_on_flip's fixture.toml, `hang_flip`): forcing the 4th

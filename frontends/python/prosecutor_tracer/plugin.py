@@ -1628,6 +1628,11 @@ def _flip_result(st):
         if t["outcome"] == "fail":
             detail += "; " + t.get("failure", "")
         res = {"outcome": t["outcome"], "flipped": flipped, "detail": detail}
+        if st.tracer.thrown:
+            # the code under analysis threw at the flip's call, into the test (Tracer._watch_throw)
+            res["thrown"] = True
+            if t["outcome"] == "pass":
+                res["detail"] += "; passed by an exception: the call that held the flip threw it into the test"
         if t.get("detached"):
             res["detached"] = True     # traced until its forced instances were reached (Tracer._forced)
     if st.force_list is not None:

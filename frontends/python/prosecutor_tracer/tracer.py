@@ -42,6 +42,11 @@ except ImportError:  # (as heap.py)
 from . import static_facts as sf
 
 _MISSING = object()
+# opcodes a frame leaves by without an exception (a `return`, or a generator's `yield`); a
+# frame ending elsewhere ended by an exception (Tracer._watch_throw)
+_NORMAL_EXIT_OPS = frozenset(dis.opmap[n] for n in (
+    "RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR", "SEND",
+    "YIELD_FROM", "GET_AWAITABLE") if n in dis.opmap)
 
 # code flags of generators, coroutines and async generators (inspect.CO_*)
 _GEN_FLAGS = 0x20 | 0x80 | 0x200
@@ -389,6 +394,10 @@ class Tracer:
         # control run); None: not a re-run (trace mode)
         self.force = force
         self.reached = {}             # (node id, occurrence) forced and reached -> natural outcome
+        # a re-run: the outermost frame of code under analysis open at the first forced
+        # instance ended by an exception (_watch_throw), and whether that frame is watched
+        self.thrown = False
+        self._watching = False
         self.unforceable = {}         # (node id, occurrence) reached but not forced -> why
         self.cur = None
         self.active = False
@@ -542,6 +551,9 @@ class Tracer:
     def stop(self):
         # give back the trace function that was there before (coverage tools, debuggers)
         sys.settrace(getattr(self, "_previous", None))
+        if self._watching:
+            sys.setprofile(None)
+            self._watching = False
         self._previous = None
         self._detach_frames = {}
         rec = self.cur
@@ -1203,12 +1215,46 @@ class Tracer:
         if want is None or occurrence not in want:
             return outcome
         to = want[occurrence]
+        if not self.reached:
+            self._watch_throw()
         self.reached[(nid, occurrence)] = 1 if outcome else 0
         if self.detach_reached and all((k, n) in self.reached for k, d in self.force.items() for n in d):
             # a flip re-run that records nothing but its outcome: once every forced instance
             # is reached, the rest of the test runs untraced (no instance is left to count)
             self._detach(self.cur)
         return (not outcome) if to is None else bool(to)
+
+    def _watch_throw(self):
+        """At the first forced instance of a re-run: watch the outermost frame of code under
+        analysis that is open below the first frame of test code (library frames between are
+        passed over), and set `thrown` if it ends by an exception (which then reaches test
+        code: a pass that way is the test accepting an exception; docs/model.md, "A pass by a
+        thrown exception"). A profile function sees the frame's end whether or not tracing has
+        stopped (_detach); it is removed then, or by stop()."""
+        base = None
+        f = sys._getframe(1)
+        while f is not None:
+            m = self.method_of(f.f_code)
+            if m is not None and m.role == "test":
+                break
+            if m is not None:
+                base = f
+            f = f.f_back
+        previous = sys.getprofile()
+        if base is None or previous is not None:
+            return      # (a profiler of the user's is left alone: `thrown` stays unknown, False)
+        normal = _NORMAL_EXIT_OPS
+
+        def watch(frame, event, arg):
+            if frame is base and event == "return":
+                code = frame.f_code.co_code
+                i = frame.f_lasti
+                self.thrown = not (0 <= i < len(code) and code[i] in normal)
+                sys.setprofile(None)
+                self._watching = False
+
+        self._watching = True
+        sys.setprofile(watch)
 
     def iter_exhausted_forced(self, nid, frame):
         """An exhausted `for` header was forced to 1: no item can be made, the loop ends (the

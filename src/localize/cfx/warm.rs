@@ -45,6 +45,9 @@ pub(super) struct Reply {
     /// The steps patched, when the request asked for a patch.
     #[serde(default)]
     pub patched: Option<Vec<u64>>,
+    /// The call that held the flip threw into the test ([`super::ExperimentResult::thrown`]).
+    #[serde(default)]
+    pub thrown: bool,
 }
 
 #[derive(Default)]

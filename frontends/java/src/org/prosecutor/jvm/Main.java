@@ -400,12 +400,15 @@ public final class Main {
     static int flip(Options o, Selected t) throws IOException {
         TestRun run = runOne(t, Rt.FLIP, o);
         boolean pass = run.outcome.equals("pass");
-        String detail = pass ? "passed" : run.failureKind + ": " + run.failure;
+        String detail = !pass ? run.failureKind + ": " + run.failure
+                : Rt.thrown ? "passed by an exception: the call that held the flip threw it into the test"
+                : "passed";
         if (!o.stmt.isEmpty() && !Rt.flipped) {
             detail = "evaluation " + o.occurrence + " of " + o.stmt + " was not reached (reached "
                     + Rt.flipCount + "); " + detail;
         }
         String json = "{\"outcome\": \"" + (pass ? "pass" : "fail") + "\", \"flipped\": " + Rt.flipped
+                + ", \"thrown\": " + Rt.thrown
                 + ", \"detail\": " + Dump.json(detail) + "}\n";
         Files.write(o.out, json.getBytes(StandardCharsets.UTF_8));
         return 0;

@@ -75,7 +75,7 @@ final class Registry implements Bytecode.ClassKind {
                 }
             }
         }
-        Rt.grow(stmts.size(), sites.size());
+        Rt.grow(stmts.size(), sites.size(), methods);
     }
 
     /**

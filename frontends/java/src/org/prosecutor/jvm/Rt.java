@@ -71,8 +71,28 @@ public final class Rt {
     static int flipOccurrence;
     static int flipCount;
     static boolean flipped;
+    /**
+     * Whether the outermost call into application code that was open at the flip ended by an
+     * exception, which then reached test code: a flip run that passes this way passed because
+     * the test accepted an exception, which any branch that throws one satisfies
+     * (docs/model.md, "A pass by a thrown exception").
+     */
+    static boolean thrown;
+    /** The depth ({@link #calls}) of the outermost application frame open at the flip, or -1. */
+    private static int flipBase = -1;
+    /** Per method id: whether it is application code (else test code or the root). */
+    static boolean[] methodApp = new boolean[0];
+    /** Per open call (by depth): whether its method is application code. */
+    private static boolean[] callApp = new boolean[256];
 
-    static synchronized void grow(int nstmts, int nsites) {
+    static synchronized void grow(int nstmts, int nsites, java.util.List<Bytecode.MethodModel> methods) {
+        int had = methodApp.length;
+        if (methods.size() > had) {
+            methodApp = Arrays.copyOf(methodApp, methods.size());
+            for (int k = had; k < methods.size(); k++) {
+                methodApp[k] = "app".equals(methods.get(k).role);
+            }
+        }
         int old = siteStmt.length;
         if (nsites > old) {
             siteStmt = Arrays.copyOf(siteStmt, nsites);
@@ -105,6 +125,8 @@ public final class Rt {
         firstSeen.clear();
         flipCount = 0;
         flipped = false;
+        thrown = false;
+        flipBase = -1;
         stop = false;
         owner = testThread;
         int root = newFrame(0, -1);
@@ -189,6 +211,12 @@ public final class Rt {
                     + " (the recorder's limit, the same in every run)");
         }
         int at = calls++;
+        if (mode == FLIP) {
+            if (at == callApp.length) {
+                callApp = Arrays.copyOf(callApp, at * 2);
+            }
+            callApp[at] = method < methodApp.length && methodApp[method];
+        }
         if (mode != TRACE || nsteps >= cap || depth == 0) {
             return -(at + 2);
         }
@@ -241,6 +269,9 @@ public final class Rt {
             return;
         }
         restore(frame, 0);
+        if (calls == flipBase) {
+            flipBase = -1; // the call that held the flip returned
+        }
         if (mode == TRACE && frame >= 0 && top(frame)) {
             depth--;
         }
@@ -251,6 +282,10 @@ public final class Rt {
             return;
         }
         restore(frame, 0);
+        if (calls == flipBase) {
+            flipBase = -1;
+            thrown = true; // the call that held the flip threw into test code
+        }
         if (mode != TRACE || frame < 0) {
             return;
         }
@@ -314,12 +349,25 @@ public final class Rt {
         if (stmt == flipGid && ++flipCount == flipOccurrence) {
             taken = !taken;
             flipped = true;
+            flipBase = outermostApp();
         }
         if (mode == TRACE && nsteps > 0 && nsteps <= cap && stepStmt[nsteps - 1] == stmt
                 && stepBranch[nsteps - 1] < 0) {
             stepBranch[nsteps - 1] = (byte) (taken ? 1 : 0);
         }
         return taken;
+    }
+
+    /** The depth of the outermost frame of the application frames on top of the stack, or -1. */
+    private static int outermostApp() {
+        int i = calls - 1;
+        if (i < 0 || i >= callApp.length || !callApp[i]) {
+            return -1;
+        }
+        while (i > 0 && callApp[i - 1]) {
+            i--;
+        }
+        return i;
     }
 
     /** A heap use of the object {@code o} at a site of the statement just recorded. */
