@@ -1051,10 +1051,11 @@ fn no_information(results: &[ExperimentResult]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn result(outcome: CfxOutcome, detail: &str) -> ExperimentResult {
+    /// An experiment on `a.py:3` with this outcome and detail (shared with the model's tests).
+    pub(crate) fn result(outcome: CfxOutcome, detail: &str) -> ExperimentResult {
         ExperimentResult {
             experiment: Experiment {
                 id: 0,

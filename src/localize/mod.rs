@@ -906,12 +906,7 @@ fn localize_excluding(
     }
     let observed: Vec<(&Experiment, bool)> = experiments
         .iter()
-        .filter(|r| !(r.thrown && o.cfx_thrown == CfxThrown::Ignore))
-        .filter(|r| {
-            r.outcome == CfxOutcome::Pass
-                || (r.outcome == CfxOutcome::Fail && o.cfx_evidence == CfxEvidence::Outcomes)
-        })
-        .map(|r| (&r.experiment, r.outcome == CfxOutcome::Pass))
+        .filter_map(|r| evidence_of(r, o).map(|passed| (&r.experiment, passed)))
         .collect();
     let likelihoods =
         (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump, o.other_cause));
@@ -1011,6 +1006,19 @@ fn localize_excluding(
     })
 }
 
+/// What an experiment's outcome observes: `Some(true)` a pass, `Some(false)` a flip that still
+/// failed (only with `--cfx-evidence outcomes`), `None` no evidence (a void, timed-out or
+/// crashed run, a failed flip under the other settings, a pass by a thrown exception under
+/// `--cfx-thrown ignore`).
+fn evidence_of(r: &ExperimentResult, o: &Options) -> Option<bool> {
+    match r.outcome {
+        CfxOutcome::Pass if r.thrown && o.cfx_thrown == CfxThrown::Ignore => None,
+        CfxOutcome::Pass => Some(true),
+        CfxOutcome::Fail if o.cfx_evidence == CfxEvidence::Outcomes => Some(false),
+        _ => None,
+    }
+}
+
 /// How many passing experiments passed by a thrown exception the test accepted, and what was
 /// made of them; `None` when there were none.
 fn thrown_passes(experiments: &[ExperimentResult], how: CfxThrown) -> Option<String> {
@@ -1054,4 +1062,41 @@ fn report_warnings(c: &ConvergenceReport, experiments: &[ExperimentResult]) -> V
         .collect();
     out.extend(cfx::degraded_summary(experiments));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfx::tests::result;
+
+    /// A pass by a thrown exception is no evidence by default and a pass with `--cfx-thrown
+    /// evidence`; a failed flip is evidence only with `--cfx-evidence outcomes`, thrown or not.
+    #[test]
+    fn what_an_outcome_observes() {
+        let thrown = |outcome| ExperimentResult {
+            thrown: true,
+            ..result(outcome, "")
+        };
+        let d = Options::default();
+        let counted = Options {
+            cfx_thrown: CfxThrown::Evidence,
+            ..Options::default()
+        };
+        let outcomes = Options {
+            cfx_evidence: CfxEvidence::Outcomes,
+            ..Options::default()
+        };
+        assert_eq!(evidence_of(&result(CfxOutcome::Pass, ""), &d), Some(true));
+        assert_eq!(evidence_of(&thrown(CfxOutcome::Pass), &d), None);
+        assert_eq!(evidence_of(&thrown(CfxOutcome::Pass), &counted), Some(true));
+        assert_eq!(evidence_of(&thrown(CfxOutcome::Pass), &outcomes), None);
+        assert_eq!(evidence_of(&result(CfxOutcome::Fail, ""), &d), None);
+        assert_eq!(
+            evidence_of(&thrown(CfxOutcome::Fail), &outcomes),
+            Some(false)
+        );
+        for o in [CfxOutcome::Void, CfxOutcome::Timeout, CfxOutcome::Crash] {
+            assert_eq!(evidence_of(&result(o, ""), &outcomes), None);
+        }
+    }
 }
