@@ -203,7 +203,8 @@ public final class Rt {
      * leave/unwind/caught can restore the depth, or -1 when no test runs.
      */
     public static int enter(int method) {
-        if (mode == OFF || !accept()) {
+        int m = mode; // (volatile: read once per call)
+        if (m == OFF || !accept()) {
             return -1;
         }
         if (calls >= MAX_DEPTH) {
@@ -211,13 +212,13 @@ public final class Rt {
                     + " (the recorder's limit, the same in every run)");
         }
         int at = calls++;
-        if (mode == FLIP) {
+        if (m == FLIP) {
             if (at == callApp.length) {
                 callApp = Arrays.copyOf(callApp, at * 2);
             }
             callApp[at] = method < methodApp.length && methodApp[method];
         }
-        if (mode != TRACE || nsteps >= cap || depth == 0) {
+        if (m != TRACE || nsteps >= cap || depth == 0) {
             return -(at + 2);
         }
         int caller = stack[depth - 1];
