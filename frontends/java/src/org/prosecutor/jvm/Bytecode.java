@@ -625,7 +625,11 @@ final class Bytecode {
                 s.text = "switch (" + show(ops.get(0)) + ")";
             } else if (op >= Opcodes.IRETURN && op <= Opcodes.RETURN) {
                 s.kind = "return";
-                s.copy = !ops.isEmpty() && isPlainVar(ops.get(0));
+                // A void `return` passes no value at all, so it is no cause of what its call step
+                // defines (R_CL1 hands the return's `#` on to it): a `<clinit>` runs inside
+                // whichever statement first loads the class, and its `return` (on the line of the
+                // last static field) took the blame for that statement's value.
+                s.copy = ops.isEmpty() || isPlainVar(ops.get(0));
                 s.text = ops.isEmpty() ? "return" : "return " + show(ops.get(0));
             } else if (op == Opcodes.ATHROW) {
                 s.kind = "throw";
