@@ -90,8 +90,8 @@ pub struct ModelArgs {
     /// prosecutor-fp, prosecutor-minrank, prosecutor-nocompress, prosecutor-nospectrum,
     /// prosecutor-eps01, prosecutor-noheap, prosecutor-passing-methods, prosecutor-cfx-successors,
     /// prosecutor-cfx-spread, prosecutor-cfx-coincidence, prosecutor-cfx-outcomes,
-    /// prosecutor-cfx-thrown, prosecutor-paper-rules, prosecutor-paper; src/variants.rs): its settings override the
-    /// other model flags.
+    /// prosecutor-cfx-thrown, prosecutor-cfx-thrown-weak, prosecutor-paper-rules, prosecutor-paper;
+    /// src/variants.rs): its settings override the other model flags.
     #[arg(long, help_heading = "Model")]
     pub variant: Option<String>,
     /// Weight of the spectrum likelihood of each statement (docs/model.md; 0 = off, the
@@ -158,7 +158,9 @@ pub struct ModelArgs {
     /// What a flip that passes by a thrown exception is evidence of: the call into the code
     /// under analysis that held the flip threw, and the test accepted the exception (an
     /// expected-exception check, which any throwing path satisfies). `ignore`: none (default);
-    /// `evidence`: as any pass (the paper). Reported by the JVM and Python front-ends.
+    /// `evidence`: as any pass (the paper); `coincidence`: finite evidence, a pass that may be a
+    /// coincidence (as `--cfx-evidence coincidence` has every pass). Reported by the JVM and
+    /// Python front-ends.
     #[arg(
         long,
         value_enum,

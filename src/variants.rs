@@ -144,6 +144,12 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::CfxThrown(CfxThrown::Evidence)],
     },
     Variant {
+        id: "prosecutor-cfx-thrown-weak",
+        label: "cfx thrown passes weak",
+        about: "a flip that passes because the call holding it threw an exception the test accepted is finite evidence (it may be a coincidence, as cfx may be coincidence has it for every pass), neither ignored nor proof",
+        units: &[Unit::CfxThrown(CfxThrown::Coincidence)],
+    },
+    Variant {
         id: "prosecutor-paper-rules",
         label: "paper rules",
         about: "the paper's literal rules (rules/epg-paper.dl: copies are causes)",

@@ -96,6 +96,10 @@ pub enum CfxThrown {
     Ignore,
     /// Evidence like any other pass (`--cfx-evidence`), as the paper reads every pass.
     Evidence,
+    /// Finite evidence: the pass may be a coincidence (its `cfx` vertex gets the root
+    /// "coincidence" parent of `--cfx-evidence coincidence`, whatever `--cfx-evidence` says of
+    /// the other passes), since the check would have passed on any throwing path.
+    Coincidence,
 }
 
 /// One experiment's evidence: the `cfx` vertex's parents and what was observed.
@@ -904,9 +908,9 @@ fn localize_excluding(
     if let Some(r) = without_unreproduced(dump, rules, o, excluded, &failing, &experiments) {
         return r;
     }
-    let observed: Vec<(&Experiment, bool)> = experiments
+    let observed: Vec<(&Experiment, Observed)> = experiments
         .iter()
-        .filter_map(|r| evidence_of(r, o).map(|passed| (&r.experiment, passed)))
+        .filter_map(|r| evidence_of(r, o).map(|seen| (&r.experiment, seen)))
         .collect();
     let likelihoods =
         (o.spectrum_weight != 0.0).then(|| spectrum::log_likelihoods(dump, o.other_cause));
@@ -924,10 +928,10 @@ fn localize_excluding(
             }
             let obs: Vec<CfxObservation> = observed
                 .iter()
-                .map(|&(e, passed)| CfxObservation {
+                .map(|&(e, seen)| CfxObservation {
                     parents: cfx_parents(m, e, dump, o.cfx_model),
-                    passed,
-                    coincidence: o.cfx_evidence != CfxEvidence::Certain,
+                    passed: seen.passed,
+                    coincidence: seen.coincidence,
                 })
                 .collect();
             let added = obs.iter().map(CfxObservation::added_vertices).sum();
@@ -1006,15 +1010,34 @@ fn localize_excluding(
     })
 }
 
-/// What an experiment's outcome observes: `Some(true)` a pass, `Some(false)` a flip that still
-/// failed (only with `--cfx-evidence outcomes`), `None` no evidence (a void, timed-out or
-/// crashed run, a failed flip under the other settings, a pass by a thrown exception under
-/// `--cfx-thrown ignore`).
-fn evidence_of(r: &ExperimentResult, o: &Options) -> Option<bool> {
+/// What an experiment's outcome observes (`evidence_of`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Observed {
+    /// The flipped test passed; else it still failed.
+    passed: bool,
+    /// The observation may be a coincidence (finite evidence, `CfxObservation::coincidence`).
+    coincidence: bool,
+}
+
+/// What an experiment's outcome observes: a pass, a flip that still failed (only with
+/// `--cfx-evidence outcomes`), or `None`, no evidence (a void, timed-out or crashed run, a failed
+/// flip under the other settings, a pass by a thrown exception under `--cfx-thrown ignore`).
+fn evidence_of(r: &ExperimentResult, o: &Options) -> Option<Observed> {
+    let seen = |passed, coincidence| {
+        Some(Observed {
+            passed,
+            coincidence,
+        })
+    };
+    let coincidence = o.cfx_evidence != CfxEvidence::Certain;
     match r.outcome {
-        CfxOutcome::Pass if r.thrown && o.cfx_thrown == CfxThrown::Ignore => None,
-        CfxOutcome::Pass => Some(true),
-        CfxOutcome::Fail if o.cfx_evidence == CfxEvidence::Outcomes => Some(false),
+        CfxOutcome::Pass if r.thrown => match o.cfx_thrown {
+            CfxThrown::Ignore => None,
+            CfxThrown::Evidence => seen(true, coincidence),
+            CfxThrown::Coincidence => seen(true, true),
+        },
+        CfxOutcome::Pass => seen(true, coincidence),
+        CfxOutcome::Fail if o.cfx_evidence == CfxEvidence::Outcomes => seen(false, coincidence),
         _ => None,
     }
 }
@@ -1036,6 +1059,10 @@ fn thrown_passes(experiments: &[ExperimentResult], how: CfxThrown) -> Option<Str
                               path that throws (--cfx-thrown evidence counts them)"
         }
         CfxThrown::Evidence => "counted as evidence (--cfx-thrown evidence)",
+        CfxThrown::Coincidence => {
+            "counted as finite evidence, a pass that may be a coincidence (--cfx-thrown \
+             coincidence)"
+        }
     };
     (n > 0).then(|| {
         format!(
@@ -1086,14 +1113,35 @@ mod tests {
             cfx_evidence: CfxEvidence::Outcomes,
             ..Options::default()
         };
-        assert_eq!(evidence_of(&result(CfxOutcome::Pass, ""), &d), Some(true));
+        let weak = Options {
+            cfx_thrown: CfxThrown::Coincidence,
+            ..Options::default()
+        };
+        let seen = |passed, coincidence| {
+            Some(Observed {
+                passed,
+                coincidence,
+            })
+        };
+        let pass = result(CfxOutcome::Pass, "");
+        assert_eq!(evidence_of(&pass, &d), seen(true, false));
         assert_eq!(evidence_of(&thrown(CfxOutcome::Pass), &d), None);
-        assert_eq!(evidence_of(&thrown(CfxOutcome::Pass), &counted), Some(true));
+        assert_eq!(
+            evidence_of(&thrown(CfxOutcome::Pass), &counted),
+            seen(true, false)
+        );
         assert_eq!(evidence_of(&thrown(CfxOutcome::Pass), &outcomes), None);
+        // only the thrown pass is finite evidence under `--cfx-thrown coincidence`
+        assert_eq!(
+            evidence_of(&thrown(CfxOutcome::Pass), &weak),
+            seen(true, true)
+        );
+        assert_eq!(evidence_of(&pass, &weak), seen(true, false));
+        assert_eq!(evidence_of(&pass, &outcomes), seen(true, true));
         assert_eq!(evidence_of(&result(CfxOutcome::Fail, ""), &d), None);
         assert_eq!(
             evidence_of(&thrown(CfxOutcome::Fail), &outcomes),
-            Some(false)
+            seen(false, true)
         );
         for o in [CfxOutcome::Void, CfxOutcome::Timeout, CfxOutcome::Crash] {
             assert_eq!(evidence_of(&result(o, ""), &outcomes), None);

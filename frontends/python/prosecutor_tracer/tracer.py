@@ -1215,9 +1215,10 @@ class Tracer:
         if want is None or occurrence not in want:
             return outcome
         to = want[occurrence]
-        if not self.reached:
-            self._watch_throw()
+        first = not self.reached
         self.reached[(nid, occurrence)] = 1 if outcome else 0
+        if first:
+            self._watch_throw()
         if self.detach_reached and all((k, n) in self.reached for k, d in self.force.items() for n in d):
             # a flip re-run that records nothing but its outcome: once every forced instance
             # is reached, the rest of the test runs untraced (no instance is left to count)
@@ -1232,14 +1233,20 @@ class Tracer:
         thrown exception"). A profile function sees the frame's end whether or not tracing has
         stopped (_detach); it is removed then, or by stop()."""
         base = None
-        f = sys._getframe(1)
-        while f is not None:
-            m = self.method_of(f.f_code)
-            if m is not None and m.role == "test":
-                break
-            if m is not None:
-                base = f
-            f = f.f_back
+        try:
+            f = sys._getframe(1)
+            while f is not None:
+                m = self.method_of(f.f_code)
+                if m is not None and m.role == "test":
+                    break
+                if m is not None:
+                    base = f
+                f = f.f_back
+        except RecursionError:
+            # a forced instance at the recursion limit (a runaway recursion: QuixBugs `gcd`)
+            # leaves no room to look: nothing is watched, `thrown` stays False, and the
+            # instance counts as reached (it was recorded before this call)
+            return
         previous = sys.getprofile()
         if base is None or previous is not None:
             return      # (a profiler of the user's is left alone: `thrown` stays unknown, False)

@@ -43,12 +43,18 @@ LIB = """
 
     def ages(texts):
         return list(map(parse_age, texts))
+
+
+    def countdown(n):
+        if n == 0:
+            return 0
+        return countdown(n - 1)
     """
 
 TESTS = """
     import pytest
 
-    from app import ages, lenient, parse_age, sign
+    from app import ages, countdown, lenient, parse_age, sign
 
 
     def test_negative():
@@ -67,6 +73,10 @@ TESTS = """
     def test_ages():
         with pytest.raises(ValueError):
             ages(["3", "-1"])
+
+
+    def test_runaway():
+        assert countdown(-1) == 0
     """
 
 
@@ -113,3 +123,20 @@ def test_the_control_run_reports_nothing_thrown(proj, tmp_path):
     """Nothing is forced, so nothing is watched, although the test's own call throws."""
     r = cold(proj, "tests/test_app.py::test_lenient", "", 0, tmp_path)
     assert r["outcome"] == "fail" and "thrown" not in r, r
+
+
+def test_a_flip_at_the_recursion_limit_is_reached(proj, tmp_path):
+    """The watch starts at the first forced instance. At the recursion limit (a runaway
+    recursion, as QuixBugs `gcd`) looking for the frame to watch raises RecursionError: the
+    instance still counts as reached, so the flip is an experiment, not a void one (before,
+    every such flip was void: "its outcome is not reported by the instrumentation")."""
+    t = proj.test("test_runaway")
+    assert t["outcome"] == "fail", t
+    sid = stmt(proj, "if n == 0:")
+    n = proj.steps(t["trace"]).count(sid)
+    assert n > 100, n
+    got = cold(proj, "tests/test_app.py::test_runaway", sid, n, tmp_path)
+    # flipped (it may still fail: at the limit the tracer's own callbacks raise RecursionError,
+    # as in the traced run), not "branch not flippable: its outcome is not reported ..."
+    assert got["detail"].startswith("flipped: "), got
+    assert got.get("thrown", False) is False, got
