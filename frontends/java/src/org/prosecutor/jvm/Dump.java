@@ -243,13 +243,22 @@ final class Dump {
         initializerRows = added;
     }
 
-    /** Per class (owner's internal name), the {@code <clinit>} statements and CFG edges any test ran. */
+    /**
+     * Per class (owner's internal name), the statements and CFG edges any test ran in its static
+     * initializer: the {@code <clinit>} statements (past the step cap too), and what ran in the
+     * frames the initializer opened ({@link Recording#initializerExtents}: the constructors of its
+     * constants, the helpers that fill its tables), which the test that loaded the class was
+     * otherwise alone to run.
+     */
     private void initializers(Map<String, BitSet> stmts, Map<String, Set<Long>> edges) {
         for (Main.TestRun run : runs) {
             Recording t = run.trace;
             if (t == null || run.outcome.equals("skip")) {
                 continue;
             }
+            t.initializerExtents();
+            t.initStmts.forEach((cls, b) -> stmts.computeIfAbsent(cls, k -> new BitSet()).or(b));
+            t.initEdges.forEach((cls, e) -> edges.computeIfAbsent(cls, k -> new HashSet<>()).addAll(e));
             BitSet c = t.covered;
             for (int g = c.nextSetBit(0); g >= 0; g = c.nextSetBit(g + 1)) {
                 MethodModel m = r.stmts.get(g).owner;

@@ -52,17 +52,61 @@ final class Recording {
         java.util.Set<Long> out = new java.util.HashSet<>();
         for (int i = 0; i < stmt.length; i++) {
             Integer prev = lastInFrame.put(frame[i], stmt[i]);
-            if (prev == null) {
-                continue;
-            }
-            Bytecode.Stmt a = Registry.R.stmts.get(prev);
-            Bytecode.Stmt b = Registry.R.stmts.get(stmt[i]);
-            if (a.normal.contains(b) || a.exceptional.contains(b)) {
+            if (prev != null && isEdge(prev, stmt[i])) {
                 out.add((long) prev << 32 | stmt[i]);
             }
         }
         edges = out;   // (the dump writer asks twice: static initializers, then each test's rows)
         return out;
+    }
+
+    private static boolean isEdge(int prev, int next) {
+        Bytecode.Stmt a = Registry.R.stmts.get(prev);
+        Bytecode.Stmt b = Registry.R.stmts.get(next);
+        return a.normal.contains(b) || a.exceptional.contains(b);
+    }
+
+    /**
+     * Per class whose static initializer ran in this test (owner's internal name): the statements
+     * and CFG edges of the steps that ran inside it, in its {@code <clinit>} frame or in any frame
+     * opened below that one (a constructor of a constant, a helper filling a table), also on
+     * behalf of the initializers around it. Computed once from the frames (kept by
+     * {@link #compact}); steps past the step cap have no frame and are not counted.
+     */
+    java.util.Map<String, BitSet> initStmts;
+    java.util.Map<String, java.util.Set<Long>> initEdges;
+
+    void initializerExtents() {
+        if (initStmts != null) {
+            return;
+        }
+        initStmts = new java.util.HashMap<>();
+        initEdges = new java.util.HashMap<>();
+        // frames are numbered in the order they opened, a caller's before its callees'
+        int[] init = new int[frameMethod.length];   // innermost initializer frame around f, or -1
+        for (int f = 0; f < frameMethod.length; f++) {
+            int caller = frameCall[f] < 0 ? -1 : frame[frameCall[f]];
+            init[f] = Registry.R.methods.get(frameMethod[f]).name.equals("<clinit>") ? f
+                    : caller < 0 ? -1 : init[caller];
+        }
+        java.util.Map<Integer, Integer> lastInFrame = new java.util.HashMap<>();
+        for (int i = 0; i < stmt.length; i++) {
+            Integer prev = lastInFrame.put(frame[i], stmt[i]);
+            boolean edge = prev != null && isEdge(prev, stmt[i]);
+            for (int f = init[frame[i]]; f >= 0; f = outer(f, init)) {
+                String cls = Registry.R.methods.get(frameMethod[f]).owner;
+                initStmts.computeIfAbsent(cls, k -> new BitSet()).set(stmt[i]);
+                java.util.Set<Long> es = initEdges.computeIfAbsent(cls, k -> new java.util.HashSet<>());
+                if (edge) {
+                    es.add((long) prev << 32 | stmt[i]);
+                }
+            }
+        }
+    }
+
+    /** The initializer frame around the initializer frame {@code f}'s caller, or -1. */
+    private int outer(int f, int[] init) {
+        return frameCall[f] < 0 ? -1 : init[frame[frameCall[f]]];
     }
 
     /**
@@ -73,6 +117,7 @@ final class Recording {
     void compact() {
         methods();
         edgeSet();   // (computed now: the steps go below)
+        initializerExtents();
         compactedSteps = stmt.length;
         frameMethod = null;
         stmt = null;
