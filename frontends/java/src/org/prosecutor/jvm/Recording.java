@@ -91,6 +91,9 @@ final class Recording {
         }
         java.util.Map<Integer, Integer> lastInFrame = new java.util.HashMap<>();
         for (int i = 0; i < stmt.length; i++) {
+            if (init[frame[i]] < 0) {
+                continue;   // (a frame is inside an initializer or not for all its steps)
+            }
             Integer prev = lastInFrame.put(frame[i], stmt[i]);
             boolean edge = prev != null && isEdge(prev, stmt[i]);
             for (int f = init[frame[i]]; f >= 0; f = outer(f, init)) {
