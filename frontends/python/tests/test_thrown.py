@@ -135,7 +135,10 @@ def test_a_flip_at_the_recursion_limit_is_reached(proj, tmp_path):
     sid = stmt(proj, "if n == 0:")
     n = proj.steps(t["trace"]).count(sid)
     assert n > 100, n
-    got = cold(proj, "tests/test_app.py::test_runaway", sid, n, tmp_path)
+    # the next-to-last instance: at the last one, Python 3.9 and 3.13 leave the forcing code
+    # itself no room (not flippable with or without the watch); the watch's walk needed about
+    # five instances of room (953-957 of 957 were void on 3.11)
+    got = cold(proj, "tests/test_app.py::test_runaway", sid, n - 1, tmp_path)
     # flipped (it may still fail: at the limit the tracer's own callbacks raise RecursionError,
     # as in the traced run), not "branch not flippable: its outcome is not reported ..."
     assert got["detail"].startswith("flipped: "), got
