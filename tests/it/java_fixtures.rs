@@ -584,6 +584,42 @@ fn faulty_line_in_top_3_without_experiments() {
     }
 }
 
+/// The statements of the methods whose id ends with `suffix` (e.g. `.DayOfYear.<clinit>`).
+fn stmts_of(dump: &prosecutor::dump::Dump, suffix: &str) -> BTreeSet<usize> {
+    dump.stmts
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| dump.methods[s.method as usize].id.ends_with(suffix))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Per test id, the statements of `of` that `coverage.facts` gives it.
+fn coverage_of<'a>(
+    dump: &'a prosecutor::dump::Dump,
+    of: &BTreeSet<usize>,
+) -> BTreeMap<&'a str, BTreeSet<usize>> {
+    let mut covered: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    for &(t, s) in dump.coverage.as_ref().expect("coverage.facts") {
+        if of.contains(&(s as usize)) {
+            covered
+                .entry(dump.manifest.tests[t].id.as_str())
+                .or_default()
+                .insert(s as usize);
+        }
+    }
+    covered
+}
+
+/// The tests whose trace has a step of a statement of `of`.
+fn traces_running<'a>(dump: &'a prosecutor::dump::Dump, of: &BTreeSet<usize>) -> Vec<&'a str> {
+    dump.traces
+        .iter()
+        .filter(|tr| tr.steps.iter().any(|st| of.contains(&(st.stmt as usize))))
+        .map(|tr| dump.manifest.tests[tr.test].id.as_str())
+        .collect()
+}
+
 /// A static initializer runs once per test class, inside the test that first loads the class
 /// (`static_init`: the passing `test1January`, `@FixMethodOrder`). Its statements count as
 /// covered by every test that ran code of the class (docs/frontend-java.md, "Static
@@ -594,37 +630,17 @@ fn static_initializer_covered_by_every_test_of_its_class() {
     require_jdk("static_initializer_covered_by_every_test_of_its_class");
     let b = built("static_init");
     let dump = load(&b.dump);
-    let init: BTreeSet<usize> = dump
-        .stmts
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| {
-            dump.methods[s.method as usize]
-                .id
-                .ends_with(".DayOfYear.<clinit>")
-        })
-        .map(|(i, _)| i)
-        .collect();
+    let init = stmts_of(&dump, ".DayOfYear.<clinit>");
     let line12: BTreeSet<usize> = init
         .iter()
         .copied()
         .filter(|&i| dump.stmts[i].line == 12)
         .collect();
     assert!(!line12.is_empty(), "no <clinit> statement on line 12");
-    let cov = dump.coverage.as_ref().expect("coverage.facts");
-    let tests = &dump.manifest.tests;
-    let mut covered: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
-    for &(t, s) in cov {
-        if init.contains(&(s as usize)) {
-            covered
-                .entry(tests[t].id.as_str())
-                .or_default()
-                .insert(s as usize);
-        }
-    }
+    let covered = coverage_of(&dump, &init);
     let all: BTreeSet<usize> = covered.values().flatten().copied().collect();
     assert!(all.is_superset(&line12), "{covered:?}");
-    for t in tests {
+    for t in &dump.manifest.tests {
         assert_eq!(
             covered.get(t.id.as_str()),
             Some(&all),
@@ -633,14 +649,8 @@ fn static_initializer_covered_by_every_test_of_its_class() {
         );
     }
     // only the coverage: the steps stay in the trace of the test that ran the initializer
-    let with_steps: Vec<&str> = dump
-        .traces
-        .iter()
-        .filter(|tr| tr.steps.iter().any(|st| init.contains(&(st.stmt as usize))))
-        .map(|tr| tests[tr.test].id.as_str())
-        .collect();
     assert_eq!(
-        with_steps,
+        traces_running(&dump, &init),
         ["fixtures.static_init.DayOfYearTest::test1January"]
     );
     let added = dump.manifest.notes["static_initializer_coverage"]
@@ -692,30 +702,20 @@ fn an_initializers_callees_are_covered_by_every_test_of_its_class() {
     require_jdk("an_initializers_callees_are_covered_by_every_test_of_its_class");
     let b = built("class_init");
     let dump = load(&b.dump);
-    let copy: BTreeSet<usize> = dump
-        .stmts
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| dump.methods[s.method as usize].id.ends_with(".Vat.copy"))
-        .map(|(i, _)| i)
-        .collect();
+    let copy = stmts_of(&dump, ".Vat.copy");
     assert!(!copy.is_empty(), "no statement of Vat.copy");
-    let cov = dump.coverage.as_ref().expect("coverage.facts");
-    let tests = &dump.manifest.tests;
-    for (t, case) in tests.iter().enumerate() {
-        let got: BTreeSet<usize> = cov
-            .iter()
-            .filter(|&&(u, s)| u == t && copy.contains(&(s as usize)))
-            .map(|&(_, s)| s as usize)
-            .collect();
-        assert_eq!(got, copy, "{}: Vat.copy's coverage", case.id);
+    let covered = coverage_of(&dump, &copy);
+    for t in &dump.manifest.tests {
+        assert_eq!(
+            covered.get(t.id.as_str()),
+            Some(&copy),
+            "{}: Vat.copy",
+            t.id
+        );
     }
     // only the coverage: the steps stay in the trace of the test that loaded the class
-    let with_steps: Vec<&str> = dump
-        .traces
-        .iter()
-        .filter(|tr| tr.steps.iter().any(|st| copy.contains(&(st.stmt as usize))))
-        .map(|tr| tests[tr.test].id.as_str())
-        .collect();
-    assert_eq!(with_steps, ["fixtures.class_init.VatTest::test1Standard"]);
+    assert_eq!(
+        traces_running(&dump, &copy),
+        ["fixtures.class_init.VatTest::test1Standard"]
+    );
 }
