@@ -259,18 +259,13 @@ final class Dump {
             t.initializerExtents();
             t.initStmts.forEach((cls, b) -> stmts.computeIfAbsent(cls, k -> new BitSet()).or(b));
             t.initEdges.forEach((cls, e) -> edges.computeIfAbsent(cls, k -> new HashSet<>()).addAll(e));
+            // <clinit> statements past the step cap (no frame there; no edge either)
             BitSet c = t.covered;
             for (int g = c.nextSetBit(0); g >= 0; g = c.nextSetBit(g + 1)) {
                 MethodModel m = r.stmts.get(g).owner;
                 if (m.name.equals("<clinit>")) {
                     stmts.computeIfAbsent(m.owner, k -> new BitSet()).set(g);
                     edges.computeIfAbsent(m.owner, k -> new HashSet<>());
-                }
-            }
-            for (long e : t.edgeSet()) {
-                MethodModel m = r.stmts.get((int) (e >>> 32)).owner;
-                if (m.name.equals("<clinit>")) {
-                    edges.computeIfAbsent(m.owner, k -> new HashSet<>()).add(e);
                 }
             }
         }
