@@ -321,9 +321,11 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 20, help_heading = TRACING)]
     pub max_passing: usize,
     /// Steps recorded per test while tracing; a longer test's trace is cut there (with a
-    /// warning). Compare --max-steps, the budget of a model built from the traces.
-    #[arg(long, default_value_t = 2_000_000, help_heading = TRACING)]
-    pub step_cap: usize,
+    /// warning). Default: 2,000,000 for `trace`; for `localize` and `explain` one step past
+    /// --max-steps (at most 2,000,000), since a longer trace cannot enter the model unless loop
+    /// compression shrinks it.
+    #[arg(long, help_heading = TRACING)]
+    pub step_cap: Option<usize>,
     /// Files under SRC matching GLOB (relative to SRC, or a file name; repeatable) are test
     /// code, not suspects: test helpers pytest does not collect tests from. Files pytest collects,
     /// conftest.py and the modules in a test directory under SRC (tests/ holding collected
@@ -387,6 +389,17 @@ pub struct TraceArgs {
     pub command: Vec<String>,
 }
 
+/// The step cap when `--step-cap` is not given: [`crate::frontend::DEFAULT_STEP_CAP`], and for
+/// a dump traced for a model with a step budget (`localize`, `explain`) at most one step past
+/// the budget. A trace cut there that loop compression does not shrink is left out of the model,
+/// as the whole trace would be; recording it further would only cost time (QuixBugs
+/// `longest_common_subsequence`: a failing test recorded to 2,000,000 steps for 31 s, then left
+/// out of the model of --max-steps 1,000,000).
+pub fn default_step_cap(budget: Option<usize>) -> usize {
+    let cap = crate::frontend::DEFAULT_STEP_CAP;
+    budget.map_or(cap, |b| cap.min(b.saturating_add(1)))
+}
+
 impl TraceArgs {
     /// Whether these flags ask for a trace (rather than naming none: `localize DUMP`).
     fn given(&self) -> bool {
@@ -394,17 +407,20 @@ impl TraceArgs {
     }
 
     /// Traces into `out`; `print_warnings`: the front-end's warnings on stderr (`localize` prints
-    /// them itself, with its own, from the dump).
+    /// them itself, with its own, from the dump); `budget`: the step budget of the model the
+    /// dump is for (`localize --max-steps`), which bounds the default step cap.
     fn run(
         &self,
         out: PathBuf,
         print_warnings: bool,
         early: Option<&RunOptions>,
+        budget: Option<usize>,
     ) -> Result<crate::frontend::TraceSummary, Error> {
+        let cap = self.step_cap.unwrap_or_else(|| default_step_cap(budget));
         let s = if self.java {
-            self.run_java(out)?
+            self.run_java(out, cap)?
         } else {
-            self.run_python(out, early)?
+            self.run_python(out, early, cap)?
         };
         for w in s.warnings.iter().filter(|_| print_warnings) {
             eprintln!("warning: {w}");
@@ -431,6 +447,7 @@ impl TraceArgs {
         &self,
         out: PathBuf,
         early: Option<&RunOptions>,
+        step_cap: usize,
     ) -> Result<crate::frontend::TraceSummary, Error> {
         let src = self.src.clone().ok_or_else(|| {
             Error::Other("--src SRC is required to trace a test command".to_owned())
@@ -445,7 +462,7 @@ impl TraceArgs {
             o.test_timeout_given = true;
         }
         o.max_passing = self.max_passing;
-        o.step_cap = self.step_cap;
+        o.step_cap = step_cap;
         o.test_globs = self.exclude.clone();
         o.plain_run &= !self.no_plain_run;
         o.import_time |= self.import_time;
@@ -474,7 +491,11 @@ impl TraceArgs {
         .map_err(|e| Error::Other(e.to_string()))
     }
 
-    fn run_java(&self, out: PathBuf) -> Result<crate::frontend::TraceSummary, Error> {
+    fn run_java(
+        &self,
+        out: PathBuf,
+        step_cap: usize,
+    ) -> Result<crate::frontend::TraceSummary, Error> {
         let need = |flag: &str, what: &str| {
             Error::Other(format!(
                 "--java needs {flag} DIR, the compiled {what} (e.g. `--classes target/classes \
@@ -514,7 +535,7 @@ impl TraceArgs {
             o.test_timeout = std::time::Duration::from_secs_f64(t);
         }
         o.max_passing = self.max_passing;
-        o.step_cap = self.step_cap;
+        o.step_cap = step_cap;
         o.progress = true;
         crate::frontend::java::trace(&o).map_err(|e| Error::Other(e.to_string()))
     }
@@ -653,7 +674,8 @@ impl RunInput {
                         out
                     }
                 };
-                Ok(self.trace.run(out, false, early)?.dump)
+                let budget = (self.model.max_steps > 0).then_some(self.model.max_steps);
+                Ok(self.trace.run(out, false, early, budget)?.dump)
             }
             (None, false) => Err(Error::Other(
                 "give a DUMP directory, or --src SRC -- TEST COMMAND, or \
@@ -845,7 +867,7 @@ pub fn try_main() -> Result<i32, Error> {
             ex.write(&mut out, a.format).map_err(Error::Output)?;
         }
         Command::Trace { trace, out: dir } => {
-            let s = trace.run(dir, true, None)?;
+            let s = trace.run(dir, true, None, None)?;
             writeln!(out, "{}", s.dump.display()).map_err(Error::Output)?;
         }
         Command::Plan { dump, model } => {

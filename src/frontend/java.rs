@@ -159,7 +159,7 @@ impl JavaTraceOptions {
             plain_run: true,
             test_timeout: Duration::from_secs(10),
             max_passing: 20,
-            step_cap: 2_000_000,
+            step_cap: super::DEFAULT_STEP_CAP,
             progress: false,
         }
     }

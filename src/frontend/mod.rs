@@ -6,6 +6,10 @@ pub mod python;
 
 use std::path::PathBuf;
 
+/// Steps recorded per test unless `--step-cap` says otherwise (`trace`, `eval`); `localize`
+/// bounds it by its model's budget (`cli::default_step_cap`).
+pub const DEFAULT_STEP_CAP: usize = 2_000_000;
+
 /// What a tracing run produced.
 #[derive(Debug, Clone)]
 pub struct TraceSummary {

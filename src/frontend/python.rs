@@ -121,7 +121,7 @@ impl PythonTraceOptions {
             test_timeout: Duration::from_secs(10),
             test_timeout_given: false,
             max_passing: 20,
-            step_cap: 2_000_000,
+            step_cap: super::DEFAULT_STEP_CAP,
             test_globs: Vec::new(),
             plain_run: std::env::var("PROSECUTOR_PLAIN_RUN").map_or(true, |v| v.trim() != "0"),
             plain_alongside: std::env::var("PROSECUTOR_PLAIN_RUN")
