@@ -29,7 +29,8 @@ use crate::pipeline::Rules;
 use cfx::{CfxOutcome, Experiment, ExperimentResult, RunOptions};
 use ranking::{Granularity, Ranked, Score, StmtScores};
 pub use traces::{
-    select_traces, views, PassingSelection, PASSING_BUDGET_FACTOR, PASSING_MIN_BUDGET,
+    failing_traces, select_passing, views, PassingSelection, PASSING_BUDGET_FACTOR,
+    PASSING_MIN_BUDGET,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -609,19 +610,17 @@ fn cfx_parents(model: &Model, e: &Experiment, dump: &Dump, how: CfxModel) -> Vec
 
 /// Plans the experiments from a fresh inference on the primary model (F, or F∪P in mode fp).
 pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, Error> {
-    let (failing, passing) = select_traces(dump, o.passing, o.passing_selection);
+    let failing = failing_traces(dump);
     if failing.is_empty() {
         return Err(Error::Other(format!(
             "{}: no failing test has a trace: nothing to localize",
             dump.dir.display()
         )));
     }
-    let passing = if o.mode == Mode::Fp {
-        passing
-    } else {
-        Vec::new()
-    };
-    let fit = traces::fit(dump, &failing, &passing, o);
+    let fit = traces::fit(dump, &failing, o, |kept| match o.mode {
+        Mode::Fp => select_passing(dump, kept, o.passing, o.passing_selection),
+        _ => Vec::new(),
+    });
     if fit.failing.is_empty() {
         return Ok(Vec::new());
     }
@@ -859,7 +858,7 @@ fn localize_excluding(
     excluded: &[usize],
 ) -> Result<Report, Error> {
     let start = Instant::now();
-    let (mut failing, passing) = select_traces(dump, o.passing, o.passing_selection);
+    let mut failing = failing_traces(dump);
     failing.retain(|t| !excluded.contains(t));
     if failing.is_empty() {
         return Err(Error::Other(format!(
@@ -867,7 +866,9 @@ fn localize_excluding(
             dump.dir.display()
         )));
     }
-    let fit = traces::fit(dump, &failing, &passing, o);
+    let fit = traces::fit(dump, &failing, o, |kept| {
+        select_passing(dump, kept, o.passing, o.passing_selection)
+    });
     if fit.failing.is_empty() {
         let mut w = fit.warnings;
         w.push(format!(

@@ -1,5 +1,5 @@
 //! Which traces a model is built from: the failing traces, the passing traces chosen for F∪P
-//! ([`select_traces`]), and the subset of them that fits the step budget ([`fit`]).
+//! ([`select_passing`]), and the subset of them that fits the step budget ([`fit`]).
 
 use std::collections::BTreeSet;
 
@@ -26,23 +26,29 @@ pub enum PassingSelection {
 pub const PASSING_BUDGET_FACTOR: usize = 2;
 pub const PASSING_MIN_BUDGET: usize = 50_000;
 
-/// The traces to analyse in each setting: (failing, passing for F∪P).
-pub fn select_traces(
+/// The failing traces of the dump (those with a failure step), in trace order.
+pub fn failing_traces(dump: &Dump) -> Vec<usize> {
+    (0..dump.traces.len())
+        .filter(|&t| dump.failure_step(&dump.traces[t]).is_some())
+        .collect()
+}
+
+/// F∪P's passing traces (at most `passing`) for the failing traces `failing`: those the model
+/// holds, so that a failing trace left out of it (over the step budget) neither widens the
+/// passing traces' length budget nor asks for its statements to be covered.
+pub fn select_passing(
     dump: &Dump,
+    failing: &[usize],
     passing: usize,
     how: PassingSelection,
-) -> (Vec<usize>, Vec<usize>) {
-    let failing: Vec<usize> = (0..dump.traces.len())
-        .filter(|&t| dump.failure_step(&dump.traces[t]).is_some())
-        .collect();
+) -> Vec<usize> {
     let candidates: Vec<usize> = (0..dump.traces.len())
         .filter(|&t| dump.failure_step(&dump.traces[t]).is_none())
         .collect();
-    let chosen = match how {
-        PassingSelection::Methods => by_methods(dump, &failing, candidates, passing),
-        PassingSelection::Coverage => by_coverage(dump, &failing, candidates, passing),
-    };
-    (failing, chosen)
+    match how {
+        PassingSelection::Methods => by_methods(dump, failing, candidates, passing),
+        PassingSelection::Coverage => by_coverage(dump, failing, candidates, passing),
+    }
 }
 
 fn by_methods(dump: &Dump, failing: &[usize], cands: Vec<usize>, passing: usize) -> Vec<usize> {
@@ -163,43 +169,55 @@ fn kept(dump: &Dump, v: &TraceView) -> usize {
 }
 
 /// Fits the models into `o.max_steps` trace steps (after compression): the failing traces
-/// smallest first, then the passing traces in their selection order, each one taken while it
-/// fits; what does not fit is left out with a warning that names it. With no limit, or when
-/// everything fits, every trace is kept. `failing` comes back empty when not even the smallest
-/// failing trace fits (the caller then falls back to the spectrum, [`super::localize`]).
-pub fn fit(dump: &Dump, failing: &[usize], passing: &[usize], o: &Options) -> Fitted {
-    let all: Vec<usize> = failing.iter().chain(passing).copied().collect();
-    let views: Vec<(usize, TraceView)> = all
+/// smallest first, each one taken while it fits; then the passing traces `choose` picks for the
+/// failing traces taken, in its order, each one while it fits. What does not fit is left out
+/// with a warning that names it. With no limit, or when everything fits, every trace is kept.
+/// `failing` comes back empty when not even the smallest failing trace fits (the caller then
+/// falls back to the spectrum, [`super::localize`]).
+pub fn fit(
+    dump: &Dump,
+    failing: &[usize],
+    o: &Options,
+    choose: impl FnOnce(&[usize]) -> Vec<usize>,
+) -> Fitted {
+    let mut all: Vec<(usize, TraceView)> = failing
         .iter()
         .copied()
-        .zip(views(dump, &all, o.compress))
+        .zip(views(dump, failing, o.compress))
         .collect();
-    let size = |t: usize| kept(dump, &views.iter().find(|(u, _)| *u == t).unwrap().1);
-    let total: usize = all.iter().map(|&t| size(t)).sum();
-    let Some(max) = o.max_steps.filter(|&m| total > m) else {
-        return Fitted {
-            failing: failing.to_vec(),
-            passing: passing.to_vec(),
-            views,
-            warnings: Vec::new(),
-        };
+    let size = |views: &[(usize, TraceView)], t: usize| {
+        kept(dump, &views.iter().find(|(u, _)| *u == t).unwrap().1)
     };
+    let max = o.max_steps.unwrap_or(usize::MAX);
     let mut by_size = failing.to_vec();
-    by_size.sort_by_key(|&t| (size(t), t));
+    by_size.sort_by_key(|&t| (size(&all, t), t));
     let mut used = 0;
-    let mut take = |t: &usize| {
-        let fits = used + size(*t) <= max;
+    let mut fits = |n: usize| {
+        let fits = used + n <= max;
         if fits {
-            used += size(*t);
+            used += n;
         }
         fits
     };
-    let (kf, lf): (Vec<usize>, Vec<usize>) = by_size.iter().copied().partition(|&t| take(&t));
-    let (kp, lp): (Vec<usize>, Vec<usize>) = passing.iter().copied().partition(|&t| take(&t));
+    let (kf, lf): (Vec<usize>, Vec<usize>) =
+        by_size.iter().copied().partition(|&t| fits(size(&all, t)));
     let kf: Vec<usize> = failing.iter().copied().filter(|t| kf.contains(t)).collect();
-    let warnings = fit_warnings(dump, &lf, &lp, max, size);
+    let passing = if kf.is_empty() {
+        Vec::new()
+    } else {
+        choose(&kf)
+    };
+    all.extend(
+        passing
+            .iter()
+            .copied()
+            .zip(views(dump, &passing, o.compress)),
+    );
+    let (kp, lp): (Vec<usize>, Vec<usize>) =
+        passing.iter().copied().partition(|&t| fits(size(&all, t)));
+    let warnings = fit_warnings(dump, &lf, &lp, max, |t| size(&all, t));
     Fitted {
-        views: views
+        views: all
             .into_iter()
             .filter(|(t, _)| kf.contains(t) || kp.contains(t))
             .collect(),

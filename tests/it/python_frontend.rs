@@ -438,3 +438,73 @@ fn method_grain_rows_point_at_the_def_line() {
         );
     }
 }
+
+/// A project with two failing tests, one of them a deep recursion, and two passing tests: one
+/// runs `walk`'s statements, the other only `deep`'s.
+fn budget_project(p: &std::path::Path) {
+    std::fs::create_dir_all(p.join("src")).unwrap();
+    std::fs::create_dir_all(p.join("tests")).unwrap();
+    std::fs::write(
+        p.join("tests/conftest.py"),
+        "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("src/walk.py"),
+        "def walk(n):\n    total = 0\n    if n > 3:\n        total = deep(n)\n    return total\n\n\
+         def deep(n):\n    if n == 0:\n        return 0\n    return deep(n - 1) + 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("tests/test_walk.py"),
+        "from walk import walk, deep\n\n\
+         def test_short_fails():\n    assert walk(1) == 1\n\n\
+         def test_long_fails():\n    assert walk(300) == 301\n\n\
+         def test_short_passes():\n    assert walk(0) == 0\n\n\
+         def test_deep_passes():\n    assert deep(5) == 5\n",
+    )
+    .unwrap();
+}
+
+/// Issue 13: `localize` records a test's steps only to one past its model's step budget (a
+/// longer trace that loop compression does not shrink is left out of the model anyway), and
+/// F∪P's passing traces are chosen for the failing traces the model holds: a failing trace left
+/// out over the budget does not ask for its statements to be covered.
+#[test]
+fn the_step_budget_bounds_the_step_cap_and_the_passing_selection() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    budget_project(p);
+    let run = |budget: &str| {
+        let dump = p.join(format!("dump{budget}"));
+        let o = localize_python(
+            p,
+            &dump,
+            &["--no-cfx", "--format", "json", "--max-steps", budget],
+        )
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(0), "{stderr}");
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let manifest = std::fs::read_to_string(dump.join("manifest.toml")).unwrap();
+        (r, manifest)
+    };
+    // Without a budget both failing traces are in the model, and F∪P takes both passing
+    // traces: test_deep_passes covers the statements of `deep` that test_long_fails ran.
+    let (all, manifest) = run("0");
+    assert!(manifest.contains("step_cap = 2000000"), "{manifest}");
+    assert_eq!(all["stats"]["failing_traces"], 2, "{all}");
+    assert_eq!(all["stats"]["passing_traces"], 2, "{all}");
+    // A budget of 100 steps: test_long_fails (a recursion 300 deep) is cut at 101 steps and
+    // left out; `deep`'s statements are then no failing trace's, and test_deep_passes is not
+    // chosen.
+    let (cut, manifest) = run("100");
+    assert!(manifest.contains("step_cap = 101"), "{manifest}");
+    let w = cut["warnings"].to_string();
+    assert!(w.contains("truncated at the step cap (101 steps)"), "{w}");
+    assert!(w.contains("test_long_fails left out of the model"), "{w}");
+    assert_eq!(cut["stats"]["failing_traces"], 1, "{cut}");
+    assert_eq!(cut["stats"]["passing_traces"], 1, "{cut}");
+}
