@@ -213,14 +213,11 @@ pub struct ModelArgs {
         help_heading = "Inference (belief propagation)"
     )]
     pub damping: f64,
-    /// Belief propagation schedule.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "sequential",
-        help_heading = "Inference (belief propagation)"
-    )]
-    pub schedule: ScheduleArg,
+    /// Belief propagation schedule of every run: sequential (in-place sweeps in topological
+    /// order) or parallel (block Gauss-Seidel on every core; the blocks depend on the graph
+    /// only). Default: the first, undamped run parallel and its retries sequential.
+    #[arg(long, value_enum, help_heading = "Inference (belief propagation)")]
+    pub schedule: Option<ScheduleArg>,
     /// Belief propagation: run the double loop (CCCP) from the start, instead of only when
     /// plain and damped BP do not converge.
     #[arg(long, help_heading = "Inference (belief propagation)")]
@@ -231,6 +228,15 @@ pub struct ModelArgs {
 pub enum ScheduleArg {
     Sequential,
     Parallel,
+}
+
+impl From<ScheduleArg> for Schedule {
+    fn from(s: ScheduleArg) -> Schedule {
+        match s {
+            ScheduleArg::Sequential => Schedule::Sequential,
+            ScheduleArg::Parallel => Schedule::Parallel,
+        }
+    }
 }
 
 impl ModelArgs {
@@ -249,14 +255,14 @@ impl ModelArgs {
                 tol: self.tol,
                 max_iter: self.max_iter,
                 damping: self.damping,
-                schedule: match self.schedule {
-                    ScheduleArg::Sequential => Schedule::Sequential,
-                    ScheduleArg::Parallel => Schedule::Parallel,
-                },
+                schedule: self.schedule.map_or(Schedule::Sequential, Schedule::from),
                 log_domain: false,
                 prune_barren: true,
                 double_loop: self.double_loop,
             },
+            first_schedule: self
+                .schedule
+                .map_or(crate::localize::FIRST_SCHEDULE, Schedule::from),
             granularity: Granularity::Line,
             k: self.k,
             cfx: CfxSource::Off,
