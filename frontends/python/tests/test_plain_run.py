@@ -315,3 +315,45 @@ def test_a_test_that_hangs_plainly_is_traced_for_the_hang_limit_only(tmp_path):
     assert took < 30, took     # a new process: start-up, collection, then the steps (was up to 60 s)
     r = d.flip(t["id"], "", 0, tmp_path / "control.json", base_env())
     assert r["outcome"] == "fail" and "steps" in r["detail"], r
+
+
+def _fib_taking(seconds):
+    """(n, plain seconds of fib(n)) for the smallest n whose fib takes at least `seconds` here."""
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+    n = 20
+    while True:
+        t0 = time.perf_counter()
+        fib(n)
+        took = time.perf_counter() - t0
+        if took >= seconds:
+            return n, took
+        n += 1
+
+
+def test_a_test_the_profiler_slows_past_the_limit_does_not_hang(tmp_path):
+    """The plain run profiles each test's calls (cProfile up to Python 3.11, which slows a
+    recursion 2-6x). A test that ends within the limit plainly but not under the profiler is
+    not a hang: at the limit it gets what the profiler cost it on top (QuixBugs levenshtein's
+    failing test, 1.5 s plainly, was a hang under --test-timeout 5)."""
+    n, took = _fib_taking(0.4)
+    write(tmp_path, {
+        "src/fib.py": """
+            def fib(n):
+                return n if n < 2 else fib(n - 1) + fib(n - 2)
+            """,
+        "tests/conftest.py": CONFTEST,
+        "tests/test_fib.py": f"""
+            from fib import fib
+
+
+            def test_slow():
+                assert fib({n}) > 0
+            """,
+    })
+    limit = 2 * took
+    _, data = plain_run(tmp_path, timeout=f"{limit:.3f}")
+    r = data["tests"]["tests/test_fib.py::test_slow"]
+    assert r["outcome"] == "pass", (r, limit)
+    # its profile is whole (the qualified name is "" before Python 3.11)
+    assert any("fib.py:" in k and k.endswith(":fib") for k in data["code_keys"]), data["code_keys"]
