@@ -88,7 +88,8 @@ pub struct ModelArgs {
     pub rules: Option<PathBuf>,
     /// Run a variant of `eval`'s table by its id (prosecutor, prosecutor-nocfx, prosecutor-f,
     /// prosecutor-fp, prosecutor-minrank, prosecutor-nocompress, prosecutor-nospectrum,
-    /// prosecutor-eps01, prosecutor-noheap, prosecutor-passing-methods, prosecutor-cfx-successors,
+    /// prosecutor-eps01, prosecutor-noheap, prosecutor-failure-at-raise,
+    /// prosecutor-passing-methods, prosecutor-cfx-successors,
     /// prosecutor-cfx-spread, prosecutor-cfx-coincidence, prosecutor-cfx-outcomes,
     /// prosecutor-cfx-thrown, prosecutor-cfx-thrown-weak, prosecutor-paper-rules, prosecutor-paper;
     /// src/variants.rs): its settings override the other model flags.
@@ -110,6 +111,11 @@ pub struct ModelArgs {
     /// heap.facts; rule R_HEAP then derives nothing).
     #[arg(long, help_heading = "Model")]
     pub no_heap: bool,
+    /// Where a failure raised by the program's own `throw` / `raise` is observed: decision (the
+    /// branch that sent control to it; the default) or raise (the exception itself, as in the
+    /// paper).
+    #[arg(long, value_enum, default_value = "decision", help_heading = "Model")]
+    pub failure_at: crate::localize::evidence::FailureAt,
     /// Which traces build the model: f (failing only), fp (failing + passing), average (both,
     /// posteriors averaged; the default), both (both, min-rank aggregation as in the paper).
     #[arg(long, value_enum, default_value = "average", help_heading = "Model")]
@@ -273,6 +279,7 @@ impl ModelArgs {
             spectrum_weight: self.spectrum_weight,
             other_cause: self.other_cause,
             heap: !self.no_heap,
+            failure_at: self.failure_at,
             passing_selection: self.passing_selection,
             paths: 0,
         };

@@ -27,6 +27,8 @@ pub enum Unit {
     OtherCause(f64),
     /// Ignore the heap accesses of the dump (no `heapdef`, no R_HEAP edges).
     NoHeap,
+    /// Where a failure the program raised itself is observed.
+    FailureAt(crate::localize::evidence::FailureAt),
     /// How F∪P chooses its passing traces.
     Passing(PassingSelection),
     /// What a successful experiment's `cfx` vertex depends on.
@@ -108,6 +110,12 @@ pub const VARIANTS: &[Variant] = &[
         units: &[Unit::NoHeap],
     },
     Variant {
+        id: "prosecutor-failure-at-raise",
+        label: "failure at the raise",
+        about: "a failure the program raised itself observed at its throw / raise, as the paper does, not at the decision that reached it (docs/model.md)",
+        units: &[Unit::FailureAt(crate::localize::evidence::FailureAt::Raise)],
+    },
+    Variant {
         id: "prosecutor-passing-methods",
         label: "P by methods",
         about: "F∪P's passing traces chosen by shared methods (paper §4), not by coverage",
@@ -164,6 +172,7 @@ pub const VARIANTS: &[Variant] = &[
             Unit::Rules("epg-paper.dl"),
             Unit::SpectrumWeight(0.0),
             Unit::NoHeap,
+            Unit::FailureAt(crate::localize::evidence::FailureAt::Raise),
             Unit::Passing(PassingSelection::Methods),
             Unit::Cfx(CfxModel::Successors),
             Unit::CfxThrown(CfxThrown::Evidence),
@@ -216,6 +225,7 @@ impl Variant {
                 Unit::SpectrumWeight(w) => o.spectrum_weight = w,
                 Unit::OtherCause(e) => o.other_cause = e,
                 Unit::NoHeap => o.heap = false,
+                Unit::FailureAt(a) => o.failure_at = a,
                 Unit::Passing(p) => o.passing_selection = p,
                 Unit::Rules(name) => rules = Some(builtin_rules(name)?),
                 Unit::Cfx(m) => o.cfx_model = m,

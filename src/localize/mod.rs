@@ -171,6 +171,8 @@ pub struct Options {
     pub other_cause: f64,
     /// Follow values through the heap by object identity (`heap.facts`, rule R_HEAP).
     pub heap: bool,
+    /// Where a failure the program raised itself is observed.
+    pub failure_at: evidence::FailureAt,
     /// How F∪P chooses its passing traces.
     pub passing_selection: PassingSelection,
     /// For the HTML report: the propagation paths of this many top entries and each model's
@@ -205,6 +207,7 @@ impl Default for Options {
             spectrum_weight: SPECTRUM_WEIGHT,
             other_cause: spectrum::OTHER_CAUSE,
             heap: true,
+            failure_at: evidence::FailureAt::Decision,
             passing_selection: PassingSelection::Coverage,
             paths: 0,
         }
@@ -330,9 +333,10 @@ impl Model {
         rules: &Rules,
         views: &[TraceView],
         heap: bool,
+        at: evidence::FailureAt,
     ) -> Result<Model, Error> {
         let (epg, premises) = crate::pipeline::derive_with(dump, rules, views, heap)?;
-        let evidence = evidence::evidence(dump, &premises);
+        let evidence = evidence::evidence(dump, &premises, at);
         let pairs = epg.pairs();
         let index = premises
             .vertices
@@ -642,7 +646,7 @@ pub fn plan(dump: &Dump, rules: &Rules, o: &Options) -> Result<Vec<Experiment>, 
         return Ok(Vec::new());
     }
     let traces: Vec<usize> = fit.failing.iter().chain(&fit.passing).copied().collect();
-    let model = Model::build("F", dump, rules, &fit.views(&traces), o.heap)?;
+    let model = Model::build("F", dump, rules, &fit.views(&traces), o.heap, o.failure_at)?;
     let m = model.infer(dump, &[], &o.cpd, &o.bp, o.first_schedule)?;
     Ok(cfx::plan(
         dump,
@@ -802,7 +806,9 @@ fn infer_initial(
 ) -> Result<Initial, Error> {
     let built: Vec<Result<Model, Error>> = specs
         .par_iter()
-        .map(|&(name, traces)| Model::build(name, dump, rules, &fit.views(traces), o.heap))
+        .map(|&(name, traces)| {
+            Model::build(name, dump, rules, &fit.views(traces), o.heap, o.failure_at)
+        })
         .collect();
     let models: Vec<Model> = built.into_iter().collect::<Result<_, _>>()?;
     let now = |i: usize| i == 0 || matches!(o.cfx, CfxSource::Off);

@@ -30,7 +30,9 @@ const EXPECTED: &[(&str, usize)] = &[
     ("binary_search_rec", 1),
     ("ring_buffer", 5),
     ("matrix_transpose", 1),
-    ("tokenizer_generator", 8),
+    // 8 before a failure the program raised was observed at the decision that reached the
+    // `raise` (docs/model.md, "A failure the program raised")
+    ("tokenizer_generator", 7),
 ];
 
 /// `prosecutor eval` over the committed manifest fixtures/python/cases.toml: every project is
@@ -439,9 +441,9 @@ fn method_grain_rows_point_at_the_def_line() {
     }
 }
 
-/// A project with two failing tests, one of them a deep recursion, and two passing tests: one
-/// runs `walk`'s statements, the other only `deep`'s.
-fn budget_project(p: &std::path::Path) {
+/// Writes a small project: `src/MODULE.py`, `tests/test_MODULE.py` and a conftest that puts
+/// `src` on the path.
+fn inline_project(p: &std::path::Path, module: &str, code: &str, tests: &str) {
     std::fs::create_dir_all(p.join("src")).unwrap();
     std::fs::create_dir_all(p.join("tests")).unwrap();
     std::fs::write(
@@ -449,21 +451,24 @@ fn budget_project(p: &std::path::Path) {
         "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n",
     )
     .unwrap();
-    std::fs::write(
-        p.join("src/walk.py"),
+    std::fs::write(p.join(format!("src/{module}.py")), code).unwrap();
+    std::fs::write(p.join(format!("tests/test_{module}.py")), tests).unwrap();
+}
+
+/// A project with two failing tests, one of them a deep recursion, and two passing tests: one
+/// runs `walk`'s statements, the other only `deep`'s.
+fn budget_project(p: &std::path::Path) {
+    inline_project(
+        p,
+        "walk",
         "def walk(n):\n    total = 0\n    if n > 3:\n        total = deep(n)\n    return total\n\n\
          def deep(n):\n    if n == 0:\n        return 0\n    return deep(n - 1) + 1\n",
-    )
-    .unwrap();
-    std::fs::write(
-        p.join("tests/test_walk.py"),
         "from walk import walk, deep\n\n\
          def test_short_fails():\n    assert walk(1) == 1\n\n\
          def test_long_fails():\n    assert walk(300) == 301\n\n\
          def test_short_passes():\n    assert walk(0) == 0\n\n\
          def test_deep_passes():\n    assert deep(5) == 5\n",
-    )
-    .unwrap();
+    );
 }
 
 /// Issue 13: `localize` records a test's steps only to one past its model's step budget (a
@@ -507,4 +512,66 @@ fn the_step_budget_bounds_the_step_cap_and_the_passing_selection() {
     assert!(w.contains("test_long_fails left out of the model"), "{w}");
     assert_eq!(cut["stats"]["failing_traces"], 1, "{cut}");
     assert_eq!(cut["stats"]["passing_traces"], 1, "{cut}");
+}
+
+/// A project whose own validation raises: `set_volume` rejects 10 (`>= 10` where `> 10` was
+/// meant) with `raise ValueError`, and `test_full` fails on that exception.
+fn volume_project(p: &std::path::Path) {
+    inline_project(
+        p,
+        "volume",
+        "def set_volume(level):\n    if level < 0 or level >= 10:\n        \
+         raise ValueError(\"volume out of range: %r\" % level)\n    return level * 10\n\n\n\
+         def fade(levels):\n    return [set_volume(x) for x in levels]\n",
+        "import pytest\nfrom volume import set_volume, fade\n\n\
+         def test_zero():\n    assert set_volume(0) == 0\n\n\
+         def test_fade():\n    assert fade([1, 5, 9]) == [10, 50, 90]\n\n\
+         def test_negative():\n    with pytest.raises(ValueError):\n        set_volume(-1)\n\n\
+         def test_too_loud():\n    with pytest.raises(ValueError):\n        set_volume(11)\n\n\
+         def test_full():\n    assert set_volume(10) == 100\n",
+    );
+}
+
+/// A failure the program raised itself is observed at the decision that reached the `raise`
+/// (`--failure-at decision`, the default): the faulty condition (line 2) is first. Observed at
+/// the exception, as the paper does (`--failure-at raise`, and every release before it), the
+/// `raise` statement (line 3) is first: the one line the traceback already names.
+#[test]
+fn a_failure_the_program_raised_is_observed_at_the_decision_that_reached_it() {
+    require_pytest();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    volume_project(p);
+    let dump = p.join("dump");
+    let o = localize_python(p, &dump, &["--no-cfx", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let first = |o: &Output| -> (String, u64) {
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let e = &r["ranking"][0];
+        (
+            e["file"].as_str().unwrap().to_owned(),
+            e["line"].as_u64().unwrap(),
+        )
+    };
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(first(&o), ("volume.py".to_owned(), 2), "{text}");
+    let d = dump.to_str().unwrap();
+    let at_raise = run(&[
+        "localize",
+        d,
+        "--no-cfx",
+        "--failure-at",
+        "raise",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(at_raise.status.code(), Some(0));
+    assert_eq!(first(&at_raise), ("volume.py".to_owned(), 3));
 }

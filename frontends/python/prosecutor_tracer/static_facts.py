@@ -886,6 +886,9 @@ class Analyzer:
             nxt_catch = fin  # an exception no handler matches goes to finally (or leaves)
             for h in reversed(s.handlers):
                 c = self.new_node(m, h, "catch", True)
+                # a handler computes nothing: it binds the exception in flight, which reaches it
+                # through the statement that raised (the handler is control-dependent on it)
+                c.copy = True
                 self.region(m, c.id, h.lineno, h.col_offset, h.end_lineno, h.end_col_offset)
                 if h.name:
                     c.defs.add(h.name)
@@ -954,6 +957,8 @@ class Analyzer:
             return entry
         if isinstance(s, ast.Raise):
             n = self.simple_node(m, s, "throw")
+            # `raise e` and a bare `raise` hand an existing exception on, as `return x` does
+            n.copy = s.cause is None and (s.exc is None or isinstance(s.exc, ast.Name))
             for e in (s.exc, s.cause):
                 ns = expr_names(e)
                 n.uses |= ns.uses

@@ -281,6 +281,25 @@ def test_copies_hand_over_one_variable_unchanged():
     assert copies == {3, 6, 10}
 
 
+def test_handlers_and_reraises_hand_an_exception_on():
+    f = facts("""
+    def g(s):
+        try:
+            v = int(s)
+        except ValueError as e:
+            raise e
+        except KeyError:
+            raise
+        except TypeError as e:
+            raise RuntimeError(s) from e
+        return v
+    """)
+    copies = {line for line in range(3, 12) if node_at(f, line).copy}
+    # a handler binds the exception in flight; `raise e` and a bare `raise` hand it on; `raise
+    # X(s) from e` builds a new one and `int(s)` computes
+    assert copies == {5, 6, 7, 8, 9, 11}, copies
+
+
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 695 syntax is Python 3.12+")
 def test_type_parameters_and_type_aliases():
     src = ("type Pair[T] = tuple[T, T]\n\n"

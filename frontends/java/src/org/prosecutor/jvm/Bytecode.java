@@ -557,6 +557,10 @@ final class Bytecode {
                 target = "$" + s.index;
             }
             if ("catch".equals(s.kind)) {
+                // A handler computes nothing: it receives the exception in flight, which reaches it
+                // through the statement that threw (it is control-dependent on it, R_CTRL1), so
+                // it is a copy, as `y = x` is (unless its first instruction computes a value).
+                s.copy = true;
                 if (op >= Opcodes.ISTORE && op <= Opcodes.ASTORE) {
                     String v = local(((VarInsnNode) i).var, i, true);
                     s.defs.add(v);
@@ -566,6 +570,7 @@ final class Bytecode {
                     s.uses.clear();
                     s.text = "catch";
                     if (isValue(i) || op >= Opcodes.ISTORE && op <= Opcodes.ASTORE) {
+                        s.copy = false;
                         describeOp(s, i, op, ops, target);
                         s.kind = "catch";
                     }
@@ -633,6 +638,9 @@ final class Bytecode {
                 s.text = ops.isEmpty() ? "return" : "return " + show(ops.get(0));
             } else if (op == Opcodes.ATHROW) {
                 s.kind = "throw";
+                // `throw e` hands the exception object on as `return e` does: a copy. The
+                // statements that built it (`new E(msg)`, its constructor call) are the causes.
+                s.copy = isPlainVar(ops.get(0));
                 s.text = "throw " + show(ops.get(0));
             } else {
                 s.kind = "nop";
