@@ -35,6 +35,10 @@ const PACKAGE: &[(&str, &str)] = &[
         include_str!("../../frontends/python/prosecutor_tracer/code_profile.py"),
     ),
     (
+        "prosecutor_tracer/static_cache.py",
+        include_str!("../../frontends/python/prosecutor_tracer/static_cache.py"),
+    ),
+    (
         "prosecutor_tracer/instrument.py",
         include_str!("../../frontends/python/prosecutor_tracer/instrument.py"),
     ),
@@ -242,7 +246,6 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     if opts.command.is_empty() {
         return Err(FrontendError::NoCommand);
     }
-    check_interpreter(&opts.command)?;
     let cwd = absolute(&opts.cwd);
     if !cwd.is_dir() {
         return Err(FrontendError::CwdNotDir(opts.cwd.clone()));
@@ -280,11 +283,26 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     if opts.plain_run && opts.plain_alongside {
         return trace_with_plain_alongside(opts, &cwd, &src, &out, &pkg, &status_path, &plain_path);
     }
+    // the plain run's child analyses the files meanwhile, the traced run reads its results
+    // (docs/frontend-python.md "Static cache"); removed once the traced run is done
+    let cache = out.join(".prosecutor-static");
+    let _ = std::fs::remove_dir_all(&cache);
     if opts.plain_run {
+        env.push(("PROSECUTOR_STATIC_CACHE", cache.clone().into_os_string()));
         if opts.progress {
             crate::progress::note(false, "plain run: the test command without tracing ...");
         }
-        match run_plain(opts, &cwd, &src, &out, &pkg, &status_path, &plain_path)? {
+        let extra = [("PROSECUTOR_STATIC_CACHE", cache.clone().into_os_string())];
+        match run_plain_with(
+            opts,
+            &cwd,
+            &src,
+            &out,
+            &pkg,
+            &status_path,
+            &plain_path,
+            &extra,
+        )? {
             Ok(p) => {
                 if opts.progress {
                     crate::progress::note(
@@ -301,7 +319,27 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     }
     let output = run_command(opts, &cwd, &src, &out, &pkg, &status_path, &env);
     let _ = std::fs::remove_file(&plain_path);
-    finish(output?, out, &status_path, plain_run, opts.passing_ok)
+    let _ = std::fs::remove_dir_all(&cache);
+    too_old_or(
+        opts,
+        finish(output?, out, &status_path, plain_run, opts.passing_ok),
+    )
+}
+
+/// A test command that ended without a dump may have run a Python older than the tracer
+/// supports, which then could not even load the plugin (its pytest failing first): asked only
+/// then, since asking costs an interpreter start on every run.
+fn too_old_or(
+    opts: &PythonTraceOptions,
+    r: Result<TraceSummary, FrontendError>,
+) -> Result<TraceSummary, FrontendError> {
+    match r {
+        Err(e @ (FrontendError::CommandFailed { .. } | FrontendError::NoTests { .. })) => {
+            check_interpreter(&opts.command)?;
+            Err(e)
+        }
+        r => r,
+    }
 }
 
 /// The plain pre-run alongside the traced run: both processes start at once. The plain run
@@ -382,7 +420,10 @@ fn trace_with_plain_alongside(
         }
         Err(_) => None,
     };
-    finish(output?, out.to_path_buf(), status_path, plain_run, false)
+    too_old_or(
+        opts,
+        finish(output?, out.to_path_buf(), status_path, plain_run, false),
+    )
 }
 
 /// The traced run's result: its status file, read into a summary (or the error it reports).
@@ -451,20 +492,7 @@ fn finish(
 /// The plain pre-run: the test command once without tracing (`PROSECUTOR_MODE=plain`, same cwd
 /// and environment as the traced run), which writes each test's outcome and duration to
 /// `plain_path`. `Ok(Err(why))`: it gave no usable results (the traced run goes on without them
-/// and warns); `Err`: the command cannot be started at all.
-fn run_plain(
-    opts: &PythonTraceOptions,
-    cwd: &Path,
-    src: &Path,
-    out: &Path,
-    pkg: &Path,
-    status_path: &Path,
-    plain_path: &Path,
-) -> Result<Result<PlainRun, String>, FrontendError> {
-    run_plain_with(opts, cwd, src, out, pkg, status_path, plain_path, &[])
-}
-
-/// `run_plain` with more environment variables for the plain run.
+/// and warns); `Err`: the command cannot be started at all. `extra`: more environment variables for it.
 #[allow(clippy::too_many_arguments)]
 fn run_plain_with(
     opts: &PythonTraceOptions,
@@ -549,6 +577,7 @@ fn run_command(
             "PROSECUTOR_PLAIN_STREAM",
             "PROSECUTOR_PLAIN_DONE",
             "PROSECUTOR_SERVE_PREVIEW",
+            "PROSECUTOR_STATIC_CACHE",
         ] {
             c.env_remove(k);
         }

@@ -24,6 +24,7 @@ import os
 import sys
 
 from . import static_facts as sf
+from . import static_cache
 
 _tracer = None  # the active Tracer (set by the plugin)
 _report = None
@@ -126,6 +127,9 @@ def compile_instrumented(source, path, rel):
     records nothing of the analysis (tracer code), but its call event for each of the
     analysis's Python calls tripled the analysis's time (parse's 1,081 lines: 0.15 -> 0.45 s),
     paid by the traced run, the warm runner's session and every cold re-run at import."""
+    hit = static_cache.load_code(path, rel, source)
+    if hit is not None:
+        return hit
     previous = sys.gettrace()
     if previous is not None:
         sys.settrace(None)

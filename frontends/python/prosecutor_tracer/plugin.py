@@ -31,6 +31,7 @@ from . import VERSION
 from . import code_profile
 from . import instrument
 from . import static_facts as sf
+from . import static_cache
 from .flip import read_force, read_values
 try:
     from . import heap as _heap
@@ -212,6 +213,8 @@ class State:
             return
         try:
             os.makedirs(os.path.dirname(os.path.abspath(self.status_path)), exist_ok=True)
+            if static_cache.counts["hit"] or static_cache.counts["miss"]:
+                kw = dict(kw, static_cache=dict(static_cache.counts))
             with open(self.status_path, "w", encoding="utf-8") as fh:
                 json.dump(kw, fh)
         except OSError:
@@ -661,7 +664,13 @@ def _checks(st, config):
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
-            compile(importlib.util.decode_source(data), path, "exec", dont_inherit=True)
+            source = importlib.util.decode_source(data)
+            known = static_cache.load_compiles(path, source)
+            if isinstance(known, tuple):
+                bad.append((path, f"{sf.relpath_for(path, st.src)}:{known[0]}: syntax error: {known[1]}"))
+                continue
+            if known is None:
+                compile(source, path, "exec", dont_inherit=True)
         except SyntaxError as e:
             bad.append((path, f"{sf.relpath_for(path, st.src)}:{e.lineno or 0}: syntax error: {e.msg}"))
         except (OSError, ValueError, UnicodeDecodeError) as e:
@@ -686,7 +695,11 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
 def pytest_configure(config):
     st = _state
-    if st is None or st.mode == "plain":
+    if st is None:
+        return
+    if st.mode == "plain":
+        # the static analysis the traced run needs, done meanwhile on the idle core
+        static_cache.fork_prepare(config)
         return
     st.config = config
     _checks(st, config)

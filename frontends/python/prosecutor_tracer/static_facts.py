@@ -1274,6 +1274,10 @@ def analyze_file(path, rel, role, instrument=None):
         source = importlib.util.decode_source(data)
     except Exception as e:
         raise StaticError(f"{path}:0: cannot decode: {e}") from None
+    from . import static_cache
+    hit = static_cache.load_facts(path, rel, role, instrument, source)
+    if hit is not None:
+        return hit
     return analyze_source(source, path, rel, role, instrument=instrument)[0]
 
 

@@ -2,7 +2,8 @@
 package, for the differential checks of dumpdiff.py (docs/frontend-python.md "Supported
 Pythons"; docs/performance.md "Differential check"):
 
-    python3 fixturedumps.py --python PY --pkg DIR --out OUT [--setup 0|1] [--step-cap N] [NAME ...]
+    python3 fixturedumps.py --python PY --pkg DIR --out OUT [--setup 0|1] [--step-cap N]
+                            [--static-cache] [NAME ...]
 
 PY runs `PY -m pytest -q TESTS` in a copy of each project at a fixed place
 (`/tmp/prosecutor-fixturedumps/NAME`, so that two runs write the same paths) with the plugin of
@@ -14,6 +15,8 @@ can be turned off. The dump of NAME goes to OUT/NAME. Then
 
 compares two runs. `--step-cap N` traces every project with that step cap (a small one
 checks what the tracer records past the cap: coverage, edges, failure points).
+`--static-cache` first runs the plain run that analyses every file ahead (static_cache.py) and
+traces with its results: the dump must equal one traced without them.
 """
 
 import argparse
@@ -41,7 +44,22 @@ def fixtures():
                   if os.path.isdir(os.path.join(FIXTURES, d)) and not d.startswith("."))
 
 
-def trace(python, pkg, out, name, setup, step_cap=None):
+def prepare(pre, cmd, work, env, dump):
+    """The plain run with PROSECUTOR_STATIC_CACHE, then wait for its child to finish the cache
+    (static_cache.py): the traced run then finds every file analysed ahead."""
+    import time
+    cache = dump + ".static"
+    shutil.rmtree(cache, ignore_errors=True)
+    penv = dict(env, PROSECUTOR_MODE="plain", PROSECUTOR_STATIC_CACHE=cache,
+                PROSECUTOR_PLAIN_OUT=dump + ".plain.json")
+    subprocess.run(pre + cmd, cwd=work, env=penv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(cache, "complete")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return cache
+
+
+def trace(python, pkg, out, name, setup, step_cap=None, static_cache=False):
     work = os.path.join(WORK, name)
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(os.path.join(FIXTURES, name), work,
@@ -71,6 +89,8 @@ def trace(python, pkg, out, name, setup, step_cap=None):
     if step_cap is not None:
         env["PROSECUTOR_STEP_CAP"] = str(step_cap)
     pre = ["setarch", os.uname().machine, "-R"] if shutil.which("setarch") else []
+    if static_cache:
+        env["PROSECUTOR_STATIC_CACHE"] = prepare(pre, cmd, work, env, dump)
     p = subprocess.run(pre + cmd, cwd=work, env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
     status = os.path.join(dump, ".prosecutor-status.json")
@@ -88,11 +108,13 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--setup", default="0")
     ap.add_argument("--step-cap", type=int, default=None)
+    ap.add_argument("--static-cache", action="store_true",
+                    help="analyse the files ahead in a plain run's child first (static_cache.py)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     bad = 0
     for name in a.names or fixtures():
-        ok, p = trace(a.python, a.pkg, a.out, name, a.setup, a.step_cap)
+        ok, p = trace(a.python, a.pkg, a.out, name, a.setup, a.step_cap, a.static_cache)
         print(f"{name}: {'ok' if ok else 'FAILED'}", flush=True)
         if not ok:
             bad += 1
