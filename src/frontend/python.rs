@@ -276,7 +276,10 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     let plain_path = out.join(".prosecutor-plain.json");
     let _ = std::fs::remove_file(&plain_path);
     let mut env: Vec<(&str, OsString)> = vec![("PROSECUTOR_MODE", "trace".into())];
-    if opts.serve_preview {
+    // the warm runner's preview: from the plain run when it comes first (the server then starts
+    // while the plain run runs), else from the traced run
+    let preview_from_plain = opts.serve_preview && opts.plain_run && !opts.plain_alongside;
+    if opts.serve_preview && !preview_from_plain {
         env.push(("PROSECUTOR_SERVE_PREVIEW", "1".into()));
     }
     let mut plain_run = None;
@@ -292,7 +295,10 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
         if opts.progress {
             crate::progress::note(false, "plain run: the test command without tracing ...");
         }
-        let extra = [("PROSECUTOR_STATIC_CACHE", cache.clone().into_os_string())];
+        let mut extra = vec![("PROSECUTOR_STATIC_CACHE", cache.clone().into_os_string())];
+        if preview_from_plain {
+            extra.push(("PROSECUTOR_SERVE_PREVIEW", "1".into()));
+        }
         match run_plain_with(
             opts,
             &cwd,

@@ -1304,6 +1304,11 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if st.mode == "plain":
         st.write()
+        if os.environ.get("PROSECUTOR_SERVE_PREVIEW") == "1" and os.environ.get("PROSECUTOR_OUT"):
+            # its tests are done: the warm runner's session starts now, not at the traced run's
+            # configure (its interpreter and pytest start-up later), nor while the plain run's
+            # tests still need the second core
+            _write_serve_preview(_preview_state(session.config))
         return
     _stop_setup(st)
     if st.mode == "flip":
@@ -2595,12 +2600,29 @@ def _write_json(path, data):
 
 
 # The warm runner started while the traced run runs (PROSECUTOR_SERVE_PREVIEW=1, set by
-# `localize` when it will run experiments): at configure the traced run writes rerun.json
+# `localize` when it will run experiments; for the plain run before the traced run when there is
+# one, which then writes it from _preview_state at its session's end): at configure the traced run writes rerun.json
 # without its per-test entries, then SERVE_PREVIEW with the serve command, its cwd and
 # environment, as the manifest will give them; the driver starts the warm runner from it, whose
 # session imports and collects alongside the traced run. rerun.json's final version (with
 # "tests") is written at the end, before the first request: the warm runner reads "tests" then.
 SERVE_PREVIEW = ".prosecutor-serve.json"
+
+
+def _preview_state(config):
+    """What _rerun_config reads of the traced run's State, as the plain run before it knows it
+    (the same environment: PROSECUTOR_SRC, _TEST_TIMEOUT, _STEP_CAP, _TEST_GLOBS, _COMMAND),
+    so that the warm runner can start as the plain run ends (the driver sets
+    PROSECUTOR_SERVE_PREVIEW for the plain run when there is one before the traced run)."""
+    try:
+        globs = [str(g) for g in json.loads(os.environ.get("PROSECUTOR_TEST_GLOBS") or "[]")]
+    except ValueError:
+        globs = []
+    return types.SimpleNamespace(
+        src=os.path.realpath(os.environ.get("PROSECUTOR_SRC", os.getcwd())), cwd=os.path.realpath(os.getcwd()),
+        out=os.environ.get("PROSECUTOR_OUT"), timeout=_env_float("PROSECUTOR_TEST_TIMEOUT", 10.0),
+        step_cap=_env_int("PROSECUTOR_STEP_CAP", 2_000_000), reg=types.SimpleNamespace(test_globs=globs),
+        config=config)
 
 
 def _write_serve_preview(st):
