@@ -2,8 +2,9 @@
 //! experiments to follow): its session's start-up (interpreter, pytest, imports through the
 //! instrumenting hook, collection) then overlaps the traced run instead of following it.
 //!
-//! The traced run, told to by `PROSECUTOR_SERVE_PREVIEW=1`, writes [`PREVIEW`] into the dump
-//! directory at configure time: the serve command, cwd and environment its manifest's `[rerun]`
+//! The plain pre-run as its session ends (or, without one before the traced run, the traced run
+//! at configure time), told to by `PROSECUTOR_SERVE_PREVIEW=1`, writes [`PREVIEW`] into the dump
+//! directory: the serve command, cwd and environment the traced run's manifest's `[rerun]`
 //! section will give, and `rerun.json` without its per-test entries (docs/frontend-python.md
 //! "Warm runner"). [`watch`] starts the server from it as soon as it appears. The runner of the
 //! experiments takes that server only if the dump's final `[rerun]` section asks for the very
