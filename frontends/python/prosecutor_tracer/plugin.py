@@ -354,7 +354,9 @@ class PlainState:
                 and os.environ.get("PROSECUTOR_TRACE_ALL", "") in ("", "0")
                 and os.environ.get("PROSECUTOR_SETUP", "0").strip() != "1"):
             self.profiler = code_profile.profiler()
-        roots = {os.path.realpath(os.getcwd()), os.path.realpath(os.environ.get("PROSECUTOR_SRC") or os.getcwd())}
+        # (the run's cwd before any test could change it: the warm runner's preview names it)
+        self.cwd = os.path.realpath(os.getcwd())
+        roots = {self.cwd, os.path.realpath(os.environ.get("PROSECUTOR_SRC") or os.getcwd())}
         self.code_roots = tuple(r.rstrip(os.sep) + os.sep for r in roots)
         self.code_index = {}         # code key -> its index in the output's "code_keys"
         self.code_of = {}            # code object -> its index, or None (not the project's)
@@ -1308,7 +1310,7 @@ def pytest_sessionfinish(session, exitstatus):
             # its tests are done: the warm runner's session starts now, not at the traced run's
             # configure (its interpreter and pytest start-up later), nor while the plain run's
             # tests still need the second core
-            _write_serve_preview(_preview_state(session.config))
+            _write_serve_preview(_preview_state(session.config, st.cwd))
         return
     _stop_setup(st)
     if st.mode == "flip":
@@ -2609,9 +2611,10 @@ def _write_json(path, data):
 SERVE_PREVIEW = ".prosecutor-serve.json"
 
 
-def _preview_state(config):
+def _preview_state(config, cwd):
     """What _rerun_config reads of the traced run's State, as the plain run before it knows it
-    (the same environment: PROSECUTOR_SRC, _TEST_TIMEOUT, _STEP_CAP, _TEST_GLOBS, _COMMAND),
+    (the same environment: PROSECUTOR_SRC, _TEST_TIMEOUT, _STEP_CAP, _TEST_GLOBS, _COMMAND;
+    `cwd`: the plain run's at its start, since a test may have left another one),
     so that the warm runner can start as the plain run ends (the driver sets
     PROSECUTOR_SERVE_PREVIEW for the plain run when there is one before the traced run)."""
     try:
@@ -2619,7 +2622,7 @@ def _preview_state(config):
     except ValueError:
         globs = []
     return types.SimpleNamespace(
-        src=os.path.realpath(os.environ.get("PROSECUTOR_SRC", os.getcwd())), cwd=os.path.realpath(os.getcwd()),
+        src=os.path.realpath(os.environ.get("PROSECUTOR_SRC", cwd)), cwd=cwd,
         out=os.environ.get("PROSECUTOR_OUT"), timeout=_env_float("PROSECUTOR_TEST_TIMEOUT", 10.0),
         step_cap=_env_int("PROSECUTOR_STEP_CAP", 2_000_000), reg=types.SimpleNamespace(test_globs=globs),
         config=config)
