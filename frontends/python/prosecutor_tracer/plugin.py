@@ -71,6 +71,26 @@ def _env_int(name, default):
         return default
 
 
+def _test_globs():
+    try:
+        return [str(g) for g in json.loads(os.environ.get("PROSECUTOR_TEST_GLOBS") or "[]")]
+    except ValueError:
+        return []
+
+
+def registry(src, cwd, out):
+    """The file registry of a run: the dump directory and PROSECUTOR_EXCLUDE left out,
+    PROSECUTOR_TEST_GLOBS (--exclude) as test code (also the static cache's child)."""
+    reg = Registry(src, cwd)
+    if out:
+        reg.exclude.append(os.path.realpath(out))
+    for ex in os.environ.get("PROSECUTOR_EXCLUDE", "").split(os.pathsep):
+        if ex:
+            reg.exclude.append(os.path.realpath(ex))
+    reg.test_globs = _test_globs()
+    return reg
+
+
 class State:
     def __init__(self, config, mode):
         self.config = config
@@ -85,16 +105,7 @@ class State:
         self.app_key = {}             # plain-run code key index -> the key if an app function, else None (_app_profile)
         self.step_cap = _env_int("PROSECUTOR_STEP_CAP", 2_000_000)
         self.trace_all = os.environ.get("PROSECUTOR_TRACE_ALL", "") not in ("", "0")
-        self.reg = Registry(self.src, self.cwd)
-        if self.out:
-            self.reg.exclude.append(os.path.realpath(self.out))
-        for ex in os.environ.get("PROSECUTOR_EXCLUDE", "").split(os.pathsep):
-            if ex:
-                self.reg.exclude.append(os.path.realpath(ex))
-        try:
-            self.reg.test_globs = [str(g) for g in json.loads(os.environ.get("PROSECUTOR_TEST_GLOBS") or "[]")]
-        except ValueError:
-            self.reg.test_globs = []
+        self.reg = registry(self.src, self.cwd, self.out)
         if mode == "flip":
             self.flip_test = os.environ.get("PROSECUTOR_FLIP_TEST", "")
             self.flip_out = os.environ.get("PROSECUTOR_FLIP_OUT")
@@ -2617,14 +2628,10 @@ def _preview_state(config, cwd):
     `cwd`: the plain run's at its start, since a test may have left another one),
     so that the warm runner can start as the plain run ends (the driver sets
     PROSECUTOR_SERVE_PREVIEW for the plain run when there is one before the traced run)."""
-    try:
-        globs = [str(g) for g in json.loads(os.environ.get("PROSECUTOR_TEST_GLOBS") or "[]")]
-    except ValueError:
-        globs = []
     return types.SimpleNamespace(
         src=os.path.realpath(os.environ.get("PROSECUTOR_SRC", cwd)), cwd=cwd,
         out=os.environ.get("PROSECUTOR_OUT"), timeout=_env_float("PROSECUTOR_TEST_TIMEOUT", 10.0),
-        step_cap=_env_int("PROSECUTOR_STEP_CAP", 2_000_000), reg=types.SimpleNamespace(test_globs=globs),
+        step_cap=_env_int("PROSECUTOR_STEP_CAP", 2_000_000), reg=types.SimpleNamespace(test_globs=_test_globs()),
         config=config)
 
 

@@ -151,39 +151,21 @@ def _prepare(patterns):
     _filling = True
     import fnmatch
     import importlib.util
-    from . import instrument, static_facts as sf
-    from .tracer import Registry
-    import json
+    import types
+    from . import instrument, plugin, static_facts as sf
 
     src = os.path.realpath(os.environ.get("PROSECUTOR_SRC", os.getcwd()))
     cwd = os.path.realpath(os.getcwd())
-    reg = Registry(src, cwd)
-    for ex in [os.environ.get("PROSECUTOR_OUT", "")] + os.environ.get("PROSECUTOR_EXCLUDE", "").split(os.pathsep):
-        if ex:
-            reg.exclude.append(os.path.realpath(ex))
-    try:
-        reg.test_globs = [str(g) for g in json.loads(os.environ.get("PROSECUTOR_TEST_GLOBS") or "[]")]
-    except ValueError:
-        reg.test_globs = []
-
-    def is_test_file(path):
-        base = os.path.basename(path)
-        return base == "conftest.py" or any(fnmatch.fnmatch(base, p) for p in patterns)
+    reg = plugin.registry(src, cwd, os.environ.get("PROSECUTOR_OUT"))
 
     def read(path):
         with open(path, "rb") as fh:
             return importlib.util.decode_source(fh.read())
 
-    app, tests = [], []
-    for root, dirs, files in os.walk(src):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
-                         and not d.endswith(".egg-info"))
-        for f in sorted(files):
-            if f.endswith(".py"):
-                p = os.path.join(root, f)
-                rp = os.path.realpath(p)
-                if reg.role_of(rp) == "app" and not is_test_file(p):
-                    app.append((p, rp))
+    # the app files the traced run analyses (plugin._app_files, the same walk and patterns)
+    app = [(p, os.path.realpath(p))
+           for p in plugin._app_files(types.SimpleNamespace(src=src, reg=reg, patterns=patterns))]
+    tests = []
     for p, rp in app:
         if not os.path.isdir(_DIR):
             return   # the driver is done with it
@@ -209,7 +191,7 @@ def _prepare(patterns):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
                          and not d.endswith(".egg-info") and not os.path.exists(os.path.join(root, d, "pyvenv.cfg")))
         for f in sorted(files):
-            if f.endswith(".py") and is_test_file(f):
+            if f == "conftest.py" or (f.endswith(".py") and any(fnmatch.fnmatch(f, p) for p in patterns)):
                 tests.append(os.path.realpath(os.path.join(root, f)))
         if len(tests) > _MAX_TEST_FILES:
             break

@@ -75,15 +75,15 @@ def prepare(root, cache):
     return p
 
 
-def can_prepare():
+def require_fork_and_two_cpus():
+    """The child exists only where it can run beside the plain run: fail, naming what is missing."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return hasattr(os, "fork") and cpus >= 2
+    assert hasattr(os, "fork"), "the static cache's child needs os.fork (POSIX)"
+    assert cpus >= 2, f"the static cache's child needs a second CPU; this process may use {cpus}"
 
 
 def test_the_traced_run_loads_the_analysis_and_writes_the_same_dump(tmp_path):
-    if not can_prepare():
-        import pytest
-        pytest.skip("the child needs fork and a second CPU")
+    require_fork_and_two_cpus()
     a, b = tmp_path / "a", tmp_path / "b"
     for root in (a, b):
         write(root, FILES)
@@ -107,9 +107,7 @@ def test_the_traced_run_loads_the_analysis_and_writes_the_same_dump(tmp_path):
 
 
 def test_a_result_for_other_source_is_not_used(tmp_path):
-    if not can_prepare():
-        import pytest
-        pytest.skip("the child needs fork and a second CPU")
+    require_fork_and_two_cpus()
     root = tmp_path / "p"
     write(root, FILES)
     cache = tmp_path / "cache"
