@@ -47,6 +47,10 @@ const PACKAGE: &[(&str, &str)] = &[
         include_str!("../../frontends/python/prosecutor_tracer/plugin.py"),
     ),
     (
+        "prosecutor_tracer/session.py",
+        include_str!("../../frontends/python/prosecutor_tracer/session.py"),
+    ),
+    (
         "prosecutor_tracer/flip.py",
         include_str!("../../frontends/python/prosecutor_tracer/flip.py"),
     ),
@@ -99,6 +103,11 @@ pub struct PythonTraceOptions {
     /// disturb each other (fixed file names in the cwd, fixed ports), and it pays off only with
     /// an idle core (docs/performance.md "Tracer cost").
     pub plain_alongside: bool,
+    /// Run the plain pre-run as a child the traced run forks once it has collected (the
+    /// default where Python can fork), not as a process of its own: the interpreter's and
+    /// pytest's start-up and the collection are paid once (docs/frontend-python.md "Plain
+    /// pre-run"). `PROSECUTOR_PLAIN_RUN=serial` runs it as a process of its own, before.
+    pub plain_fork: bool,
     /// Begin each trace with the import-time code of the modules under test (module and class
     /// bodies; docs/frontend-python.md "Import-time code"). Default: off, unless the environment
     /// has `PROSECUTOR_SETUP=1`.
@@ -131,6 +140,8 @@ impl PythonTraceOptions {
             plain_alongside: std::env::var("PROSECUTOR_PLAIN_RUN")
                 .is_ok_and(|v| v.trim() == "alongside")
                 && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
+            plain_fork: cfg!(unix)
+                && std::env::var("PROSECUTOR_PLAIN_RUN").map_or(true, |v| v.trim() != "serial"),
             import_time: std::env::var("PROSECUTOR_SETUP").is_ok_and(|v| v.trim() == "1"),
             progress: false,
             passing_ok: false,
@@ -286,6 +297,9 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     if opts.plain_run && opts.plain_alongside {
         return trace_with_plain_alongside(opts, &cwd, &src, &out, &pkg, &status_path, &plain_path);
     }
+    if opts.plain_run && opts.plain_fork {
+        return trace_with_plain_fork(opts, &cwd, &src, &out, &pkg, &status_path, &plain_path);
+    }
     // the plain run's child analyses the files meanwhile, the traced run reads its results
     // (docs/frontend-python.md "Static cache"); removed once the traced run is done
     let cache = out.join(".prosecutor-static");
@@ -332,6 +346,55 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
     )
 }
 
+/// The plain pre-run forked from the traced run once it has collected
+/// (`PROSECUTOR_PLAIN_FORK`): the child runs every collected test without tracing and writes
+/// `plain_path`, which the traced run reads before its first test (docs/frontend-python.md
+/// "Plain pre-run"). The warm runner's preview comes from the child when it is done.
+fn trace_with_plain_fork(
+    opts: &PythonTraceOptions,
+    cwd: &Path,
+    src: &Path,
+    out: &Path,
+    pkg: &Path,
+    status_path: &Path,
+    plain_path: &Path,
+) -> Result<TraceSummary, FrontendError> {
+    let mut env: Vec<(&str, OsString)> = vec![
+        ("PROSECUTOR_MODE", "trace".into()),
+        ("PROSECUTOR_PLAIN_FORK", "1".into()),
+        ("PROSECUTOR_PLAIN_OUT", plain_path.as_os_str().to_owned()),
+        (
+            "PROSECUTOR_PLAIN_TIMEOUT",
+            format!("{}", plain_timeout(opts).as_secs_f64()).into(),
+        ),
+    ];
+    if opts.serve_preview {
+        env.push(("PROSECUTOR_SERVE_PREVIEW", "plain".into()));
+    }
+    let output = run_command(opts, cwd, src, out, pkg, status_path, &env);
+    let plain_run = read_plain(plain_path, "").ok();
+    let _ = std::fs::remove_file(plain_path);
+    if let (true, Some(p)) = (opts.progress, &plain_run) {
+        crate::progress::note(
+            false,
+            &format!(
+                "plain run (forked after collection): {} tests in {:.1} s",
+                p.tests, p.seconds
+            ),
+        );
+    }
+    too_old_or(
+        opts,
+        finish(
+            output?,
+            out.to_path_buf(),
+            status_path,
+            plain_run,
+            opts.passing_ok,
+        ),
+    )
+}
+
 /// A test command that ended without a dump may have run a Python older than the tracer
 /// supports, which then could not even load the plugin (its pytest failing first): asked only
 /// then, since asking costs an interpreter start on every run.
@@ -352,7 +415,7 @@ fn too_old_or(
 /// appends each test's result to a stream file as soon as the test is done
 /// (`PROSECUTOR_PLAIN_STREAM`); the traced run gives a test whose plain result is not known yet
 /// the base time limit first and, when that runs out, waits for the result and extends the limit
-/// to what it would have been (plugin.py `_alarm`); before writing the dump it waits for the
+/// to what it would have been (session.py `_alarm`); before writing the dump it waits for the
 /// marker this thread writes when the plain run has ended (`PROSECUTOR_PLAIN_DONE`: its wall
 /// time, or why it gave no results), then compares outcomes as after a plain run before.
 fn trace_with_plain_alongside(
@@ -526,31 +589,42 @@ fn run_plain_with(
         Some(c) => format!("exit status {c}"),
         None => "killed by a signal".to_string(),
     };
-    let text = match std::fs::read_to_string(plain_path) {
-        Ok(t) => t,
-        Err(_) => {
-            let tail = tail_of(&output);
-            let last: Vec<&str> = tail.lines().rev().take(3).collect();
-            let last: Vec<&str> = last.into_iter().rev().map(str::trim).collect();
-            return Ok(Err(format!(
-                "it wrote no results ({status}){}",
-                if last.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", last.join(" | "))
-                }
-            )));
-        }
-    };
-    let v: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => return Ok(Err(format!("its results do not parse: {e}"))),
-    };
+    if !plain_path.exists() {
+        let tail = tail_of(&output);
+        let last: Vec<&str> = tail.lines().rev().take(3).collect();
+        let last: Vec<&str> = last.into_iter().rev().map(str::trim).collect();
+        return Ok(Err(format!(
+            "it wrote no results ({status}){}",
+            if last.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", last.join(" | "))
+            }
+        )));
+    }
+    Ok(
+        read_plain(plain_path, &format!(" ({status})")).map(|tests| PlainRun {
+            tests: tests.tests,
+            seconds,
+        }),
+    )
+}
+
+/// The results a plain run wrote to `plain_path` (`seconds`: its `wall_s`); `Err(why)` when
+/// they are missing, do not parse or hold no test (`status`: appended to the last).
+fn read_plain(plain_path: &Path, status: &str) -> Result<PlainRun, String> {
+    let text =
+        std::fs::read_to_string(plain_path).map_err(|e| format!("it wrote no results: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("its results do not parse: {e}"))?;
     let tests = v["tests"].as_object().map_or(0, |t| t.len());
     if tests == 0 {
-        return Ok(Err(format!("it recorded no test ({status})")));
+        return Err(format!("it recorded no test{status}"));
     }
-    Ok(Ok(PlainRun { tests, seconds }))
+    Ok(PlainRun {
+        tests,
+        seconds: v["wall_s"].as_f64().unwrap_or(0.0),
+    })
 }
 
 fn run_command(
@@ -584,6 +658,7 @@ fn run_command(
             "PROSECUTOR_PLAIN_DONE",
             "PROSECUTOR_SERVE_PREVIEW",
             "PROSECUTOR_STATIC_CACHE",
+            "PROSECUTOR_PLAIN_FORK",
         ] {
             c.env_remove(k);
         }
@@ -1162,6 +1237,7 @@ def test_negative():
     }
 
     /// A plain run that writes nothing (it crashes) is a warning; the trace goes on without it.
+    /// Serial: the plain run is a process of its own, which exits while pytest starts.
     #[test]
     fn a_failed_plain_run_is_a_warning() {
         require_pytest();
@@ -1171,7 +1247,67 @@ def test_negative():
             "tests/conftest.py",
             "import os\nif os.environ.get('PROSECUTOR_MODE') == 'plain':\n    os._exit(3)\n",
         );
-        let s = trace(&opts(d.path())).expect("trace");
+        let mut o = opts(d.path());
+        o.plain_fork = false;
+        let s = trace(&o).expect("trace");
+        failed_plain_run_warned(&s);
+    }
+
+    /// The same with the plain pass forked from the traced run (the default): its child (not the
+    /// process that imported the conftest) ends in the first test it sets up.
+    #[test]
+    fn a_failed_forked_plain_run_is_a_warning() {
+        require_pytest();
+        let d = project();
+        write(
+            d.path(),
+            "tests/conftest.py",
+            "import os, pytest\nPID = os.getpid()\n@pytest.fixture(autouse=True)\ndef crash():\n    \
+             if os.getpid() != PID:\n        os._exit(3)\n    yield\n",
+        );
+        let mut o = opts(d.path());
+        o.plain_fork = true;
+        let s = trace(&o).expect("trace");
+        failed_plain_run_warned(&s);
+        assert!(s
+            .warnings
+            .iter()
+            .any(|w| w.contains("forked after collection")));
+    }
+
+    /// Where a conftest left a thread running, a forked child would lack it: the traced run
+    /// runs the plain pass as a process of its own instead, with the same results.
+    #[test]
+    fn with_threads_the_plain_pass_is_not_forked() {
+        require_pytest();
+        let d = project();
+        write(
+            d.path(),
+            "tests/conftest.py",
+            "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n",
+        );
+        let mut o = opts(d.path());
+        o.plain_fork = true;
+        let s = trace(&o).expect("trace");
+        assert_eq!(
+            s.plain_run.as_ref().map(|p| p.tests),
+            Some(3),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!((s.failing, s.passing), (2, 1));
+        let m = manifest(&s.dump);
+        assert_eq!(m["notes"]["plain_run"].as_bool(), Some(true));
+        assert!(m["notes"].get("plain_run_forked").is_none());
+        let mut o = opts(d.path());
+        o.plain_fork = true;
+        std::fs::remove_file(d.path().join("tests/conftest.py")).unwrap();
+        let s = trace(&o).expect("trace");
+        let m = manifest(&s.dump);
+        assert_eq!(m["notes"]["plain_run_forked"].as_bool(), Some(true));
+    }
+
+    fn failed_plain_run_warned(s: &TraceSummary) {
         assert!(s.plain_run.is_none());
         assert!(
             s.warnings.iter().any(|w| w.starts_with("the plain run")

@@ -38,6 +38,20 @@ def set_tracer(t):
     builtins.__prosecutor_sc__ = sc
 
 
+def detach(finder):
+    """This process runs no traced test any more (the plain pass forked from the traced run,
+    session._plain_pass): app modules imported from now on are not instrumented, and the
+    wrappers of those already imported only pass their values on."""
+    global _tracer
+    _tracer = None
+    try:
+        sys.meta_path.remove(finder)
+    except ValueError:
+        pass
+    builtins.__prosecutor_br__ = _br
+    builtins.__prosecutor_sc__ = _sc
+
+
 def _br(nid, value):
     return bool(value)
 

@@ -152,19 +152,19 @@ def _prepare(patterns):
     import fnmatch
     import importlib.util
     import types
-    from . import instrument, plugin, static_facts as sf
+    from . import instrument, session, static_facts as sf
 
     src = os.path.realpath(os.environ.get("PROSECUTOR_SRC", os.getcwd()))
     cwd = os.path.realpath(os.getcwd())
-    reg = plugin.registry(src, cwd, os.environ.get("PROSECUTOR_OUT"))
+    reg = session.registry(src, cwd, os.environ.get("PROSECUTOR_OUT"))
 
     def read(path):
         with open(path, "rb") as fh:
             return importlib.util.decode_source(fh.read())
 
-    # the app files the traced run analyses (plugin._app_files, the same walk and patterns)
+    # the app files the traced run analyses (session._app_files, the same walk and patterns)
     app = [(p, os.path.realpath(p))
-           for p in plugin._app_files(types.SimpleNamespace(src=src, reg=reg, patterns=patterns))]
+           for p in session._app_files(types.SimpleNamespace(src=src, reg=reg, patterns=patterns))]
     tests = []
     for p, rp in app:
         if not os.path.isdir(_DIR):

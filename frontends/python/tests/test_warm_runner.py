@@ -396,7 +396,7 @@ def test_the_session_prewarms_what_each_child_would_compute(tmp_path):
     import importlib.util
     import types
     import textwrap
-    from prosecutor_tracer import plugin
+    from prosecutor_tracer import session
     from prosecutor_tracer.tracer import Registry, Tracer
 
     path = tmp_path / "test_box.py"
@@ -413,7 +413,7 @@ def test_the_session_prewarms_what_each_child_would_compute(tmp_path):
     warm = tracer()
     st = types.SimpleNamespace(reg=warm.reg, tracer=warm)
     item = types.SimpleNamespace(nodeid="test_box.py::test_it", module=mod)
-    plugin._Prewarm(st, types.SimpleNamespace(items=[item]))({"test": "test_box.py::test_it"})
+    session._Prewarm(st, types.SimpleNamespace(items=[item]))({"test": "test_box.py::test_it"})
 
     assert warm.reg.files.get(os.path.realpath(path)) is not None
     names = {co.co_name for co, m in warm.code_cache.items() if m is not None}
