@@ -349,7 +349,7 @@ pub fn trace(opts: &PythonTraceOptions) -> Result<TraceSummary, FrontendError> {
 /// The plain pre-run forked from the traced run once it has collected
 /// (`PROSECUTOR_PLAIN_FORK`): the child runs every collected test without tracing and writes
 /// `plain_path`, which the traced run reads before its first test (docs/frontend-python.md
-/// "Plain pre-run"). The warm runner's preview comes from the child when it is done.
+/// "Plain pre-run"). The warm runner's preview comes from the traced run as it forks the child.
 fn trace_with_plain_fork(
     opts: &PythonTraceOptions,
     cwd: &Path,
@@ -369,7 +369,7 @@ fn trace_with_plain_fork(
         ),
     ];
     if opts.serve_preview {
-        env.push(("PROSECUTOR_SERVE_PREVIEW", "plain".into()));
+        env.push(("PROSECUTOR_SERVE_PREVIEW", "fork".into()));
     }
     let output = run_command(opts, cwd, src, out, pkg, status_path, &env);
     let plain_run = read_plain(plain_path, "").ok();

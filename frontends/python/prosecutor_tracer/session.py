@@ -233,6 +233,8 @@ class State:
             os.makedirs(os.path.dirname(os.path.abspath(self.status_path)), exist_ok=True)
             if static_cache.counts["hit"] or static_cache.counts["miss"]:
                 kw = dict(kw, static_cache=dict(static_cache.counts))
+            if static_cache.ahead["computed"]:
+                kw = dict(kw, static_ahead=dict(static_cache.ahead))
             with open(self.status_path, "w", encoding="utf-8") as fh:
                 json.dump(kw, fh)
         except OSError:
@@ -1462,7 +1464,25 @@ def _plain_pass(st, session):
             pass
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
+    if os.environ.get("PROSECUTOR_SERVE_PREVIEW") == "fork" and st.out:
+        # the warm runner's session starts now, on the core this process leaves idle while
+        # the plain pass runs
+        _write_serve_preview(st)
+    done = []
+
+    def busy():
+        if not done:
+            r = os.waitpid(pid, os.WNOHANG)
+            if r[0] == pid:
+                done.append(r[1])
+        return not done
+
+    if os.environ.get("PROSECUTOR_AHEAD", "1").strip() != "0":
+        try:
+            static_cache.prepare_ahead(st.reg, [os.path.realpath(p) for p in _app_files(st)], busy)
+        except Exception:
+            pass
+    status = done[0] if done else os.waitpid(pid, 0)[1]
     st.plain_wall = st.forked_s = time.monotonic() - t0
     end = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
            else f"exit status {os.WEXITSTATUS(status)}")
@@ -1481,7 +1501,7 @@ def _plain_subprocess(st):
     import subprocess
     env = dict(os.environ, PROSECUTOR_MODE="plain")
     env.pop("PROSECUTOR_PLAIN_FORK", None)
-    if env.get("PROSECUTOR_SERVE_PREVIEW") == "plain":
+    if env.get("PROSECUTOR_SERVE_PREVIEW") == "fork":
         env["PROSECUTOR_SERVE_PREVIEW"] = "1"
     t0 = time.monotonic()
     try:
@@ -1522,8 +1542,6 @@ def _plain_child(st, session, t0):
             break
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
     plain.write(began=t0)
-    if os.environ.get("PROSECUTOR_SERVE_PREVIEW") == "plain" and os.environ.get("PROSECUTOR_OUT"):
-        _write_serve_preview(_preview_state(config, plain.cwd))
 
 
 def _before_fork(st, session):

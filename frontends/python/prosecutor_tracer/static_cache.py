@@ -28,6 +28,9 @@ _MAX_TEST_FILES = 2000
 # lookups answered from the cache and not (the status file reports them, for the tests)
 counts = {"hit": 0, "miss": 0}
 _filling = False   # in the child that fills the cache: compute everything
+# results this process computed ahead of need (prepare_ahead): question -> (stamp, value)
+_memo = {}
+ahead = {"computed": 0, "hit": 0}
 
 
 def _heap_on():
@@ -38,8 +41,12 @@ def _heap_on():
     return bool(heap.ENABLED)
 
 
+def _key(kind, path, rel, role, instrument):
+    return "\0".join((kind, path, rel, role, repr(instrument)))
+
+
 def _entry_path(kind, path, rel, role, instrument):
-    key = "\0".join((kind, path, rel, role, repr(instrument)))
+    key = _key(kind, path, rel, role, instrument)
     return os.path.join(_DIR, hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest() + ".pickle")
 
 
@@ -49,7 +56,14 @@ def _stamp(source):
 
 def load(kind, path, rel, role, instrument, source):
     """The stored result for this question, or None (no cache, not there yet, another source)."""
-    if _DIR is None or _filling:
+    if _filling:
+        return None
+    if _memo:
+        e = _memo.pop(_key(kind, path, rel, role, instrument), None)
+        if e is not None and e[0] == _stamp(source):
+            ahead["hit"] += 1
+            return e[1]
+    if _DIR is None:
         return None
     try:
         with open(_entry_path(kind, path, rel, role, instrument), "rb") as fh:
@@ -102,6 +116,41 @@ def load_compiles(path, source):
     """The plugin's compile check of an app file (None: not known; "" compiles; else the
     SyntaxError's line and message as `(lineno, msg)`)."""
     return load("compiles", path, "", "app", None, source)
+
+
+# ------------------------------------------------------------------ ahead, in the traced run
+
+def prepare_ahead(reg, app, busy):
+    """In the traced run while the plain pass it forked runs (session._plain_pass), on the core
+    that leaves idle: the facts of the collected test files and the instrumented code of the app
+    files `app` (real paths) that the traced run has not analysed yet, kept in memory for the lookups
+    above (each used once). Stops as soon as `busy()` is false: it never delays the traced
+    tests by more than one file's analysis."""
+    from . import instrument, static_facts as sf
+    import importlib.util
+
+    def read(path):
+        with open(path, "rb") as fh:
+            return importlib.util.decode_source(fh.read())
+
+    todo = [(rp, "test") for rp in sorted(reg.test_files)] + [(rp, "app") for rp in app]
+    for rp, role in todo:
+        if not busy():
+            return
+        if rp in reg.files or reg.role_of(rp) != role:
+            continue
+        try:
+            source = read(rp)
+            rel = reg.rel_of(rp, role)
+            if role == "test":
+                facts = sf.analyze_source(source, rp, rel, "test", instrument=False)[0]
+                _memo[_key("facts", rp, rel, "test", False)] = (_stamp(source), (None, facts))
+            else:
+                code, facts = instrument.compile_instrumented(source, rp, rel)
+                _memo[_key("app", rp, rel, "app", True)] = (_stamp(source), (marshal.dumps(code), facts))
+            ahead["computed"] += 1
+        except Exception:
+            continue
 
 
 # ------------------------------------------------------------------ the child of the plain run

@@ -120,3 +120,37 @@ def test_a_result_for_other_source_is_not_used(tmp_path):
     assert {t["id"].split("::")[-1]: t["outcome"] for t in d.manifest["test"]} == {
         "test_small": "pass", "test_discount": "pass"}
     shutil.rmtree(cache)
+
+
+def test_the_forked_plain_pass_analyses_ahead_and_the_dump_is_the_same(tmp_path):
+    """With the plain pass forked after collection (PROSECUTOR_PLAIN_FORK, the driver's default),
+    the traced run analyses the test files and the app files it has not imported while the child
+    runs (static_cache.prepare_ahead): each result is used, and the dump is the one it writes
+    without (PROSECUTOR_AHEAD=0). The child is made slow (its pid is not the conftest's), so that
+    the analysis ahead has the time to finish."""
+    assert hasattr(os, "fork"), "the plain pass is forked with os.fork (POSIX)"
+    a, b = tmp_path / "a", tmp_path / "b"
+    files = dict(FILES)
+    files["tests/conftest.py"] = FILES["tests/conftest.py"] + (
+        "import time, pytest\nPID = os.getpid()\n\n\n@pytest.fixture(autouse=True)\n"
+        "def slow_plain_pass():\n    if os.getpid() != PID:\n        time.sleep(0.5)\n    yield\n")
+    for root in (a, b):
+        write(root, files)
+    env = dict(base_env(pythonpath=HERE), PYTEST_ADDOPTS="-p keepids")
+
+    def forked(root, ahead):
+        return trace(root, env=env, extra={"PROSECUTOR_PLAIN_FORK": "1", "PROSECUTOR_AHEAD": ahead,
+                                           "PROSECUTOR_PLAIN_OUT": str(root / "plain.json"),
+                                           "PROSECUTOR_PLAIN_TIMEOUT": "60"})
+    without, ahead = forked(a, "0"), forked(b, "1")
+    for d in (without, ahead):
+        notes = d.manifest["notes"]
+        assert notes["plain_run"] is True and notes["plain_run_forked"] is True, notes
+        assert notes["tracing_changed"] == [], notes
+    assert "static_ahead" not in without.status
+    # test_cart.py (the conftest's code runs before the first test: not analysed) and unused.py,
+    # never imported, analysed for the static relations
+    assert ahead.status["static_ahead"] == {"computed": 2, "hit": 2}, ahead.status
+    bad, _notes = dumpdiff.compare(without.d, ahead.d, masks=(str(a), str(b)))
+    assert bad == [], bad
+    ahead.check()

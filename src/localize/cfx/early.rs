@@ -2,9 +2,9 @@
 //! experiments to follow): its session's start-up (interpreter, pytest, imports through the
 //! instrumenting hook, collection) then overlaps the traced run instead of following it.
 //!
-//! The plain pre-run as its tests end (the plain pass forked from the traced run, told to by
-//! `PROSECUTOR_SERVE_PREVIEW=plain`; a plain run of its own, or without one before the traced
-//! run the traced run at configure time, by `PROSECUTOR_SERVE_PREVIEW=1`) writes [`PREVIEW`] into the dump
+//! The traced run as it forks the plain pass (`PROSECUTOR_SERVE_PREVIEW=fork`), or a plain run
+//! of its own as its session ends, or without a plain run before it the traced run at configure
+//! time (`PROSECUTOR_SERVE_PREVIEW=1`) writes [`PREVIEW`] into the dump
 //! directory: the serve command, cwd and environment the traced run's manifest's `[rerun]`
 //! section will give, and `rerun.json` without its per-test entries (docs/frontend-python.md
 //! "Warm runner"). [`watch`] starts the server from it as soon as it appears. The runner of the
