@@ -1478,10 +1478,14 @@ def _plain_pass(st, session):
         return not done
 
     if os.environ.get("PROSECUTOR_AHEAD", "1").strip() != "0":
+        previous = sys.gettrace()     # (the import-time recording's: it records none of this)
+        sys.settrace(None)
         try:
             static_cache.prepare_ahead(st.reg, [os.path.realpath(p) for p in _app_files(st)], busy)
         except Exception:
             pass
+        finally:
+            sys.settrace(previous)
     status = done[0] if done else os.waitpid(pid, 0)[1]
     st.plain_wall = st.forked_s = time.monotonic() - t0
     end = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
