@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Per-suite cost of prosecutor: plain test command, `trace`, and `localize` (issue 13).
 
-usage: bench_suites.py MANIFEST --bin PROSECUTOR [--runs N] [--cases NAME,...]
-                       [--test-timeout T] [--json OUT]
+usage: bench_suites.py MANIFEST --bin PROSECUTOR [--ref PROSECUTOR] [--runs N]
+                       [--cases NAME,...] [--test-timeout T] [--json OUT]
 
 For each case of a `prosecutor eval` manifest (TOML, `[[case]]` with `name`, `dir`, `src`,
 `test`; `dir` relative to the manifest's folder unless absolute, `src` relative to `dir`; a
@@ -18,7 +18,9 @@ For each case of a `prosecutor eval` manifest (TOML, `[[case]]` with `name`, `di
             directory that prosecutor removes itself).
 
 Each step runs --runs times, interleaved (plain, trace, localize, plain, ...) so that machine
-load hits all three alike. Per case: the medians and the ratios of the medians, trace/plain
+load hits all three alike. With --ref, a second (reference) binary's trace and localize run
+interleaved with them too (ref-trace, ref-localize after localize), and the table adds their
+medians and new / reference ratios: an A/B measured in one run. Per case: the medians and the ratios of the medians, trace/plain
 and localize/plain; over all cases: the median and the max of those ratios. A case's own
 `timeout` overrides --test-timeout, as in `eval`.
 
@@ -47,6 +49,7 @@ import tomllib
 from pathlib import Path
 
 STEPS = ("plain", "trace", "localize")
+REF_STEPS = ("ref-trace", "ref-localize")
 RSS_METHOD = "ru_maxrss from os.wait4 of each child (largest single process in its tree), kB"
 
 
@@ -56,6 +59,7 @@ def parse_args(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("manifest", type=Path, help="a `prosecutor eval` manifest (TOML)")
     p.add_argument("--bin", required=True, type=Path, help="the prosecutor binary")
+    p.add_argument("--ref", type=Path, help="a reference prosecutor binary, run interleaved")
     p.add_argument("--runs", type=int, default=3, help="runs per step (default 3)")
     p.add_argument("--cases", help="comma-separated case names (default: all)")
     p.add_argument("--test-timeout", type=float, default=10.0,
@@ -176,7 +180,12 @@ def java_flags(case):
     return flags
 
 
+def steps_of(ref):
+    return STEPS + (REF_STEPS if ref else ())
+
+
 def step_argv(step, case, binary, timeout, tmp):
+    step = step.removeprefix("ref-")
     if step == "plain":
         return java_plain(case) if "java" in case else case["test"]
     what = java_flags(case) if "java" in case else ["--src", case["src"]]
@@ -195,7 +204,7 @@ def run_step(step, case, binary, timeout):
             r = run_timed(step_argv(step, case, binary, timeout, tmp), case["dir"], f)
         # The test command may exit non-zero (a test fails); prosecutor must not.
         r["ok"] = r["exit"] is not None and (step == "plain" or r["exit"] == 0)
-        if step == "localize" and r["ok"]:
+        if step.endswith("localize") and r["ok"]:
             r.update(experiment_stats(out))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -212,15 +221,16 @@ def experiment_stats(path):
             "experiment_s": sum(e.get("duration_ms", 0) for e in exps) / 1000}
 
 
-def measure_case(case, binary, runs, default_timeout, label):
+def measure_case(case, binary, runs, default_timeout, label, ref=None):
     timeout = case.get("timeout") or default_timeout
-    results = {s: [] for s in STEPS}
+    steps = steps_of(ref)
+    results = {s: [] for s in steps}
     for i in range(runs):
-        for step in STEPS:
-            results[step].append(run_step(step, case, binary, timeout))
+        for step in steps:
+            results[step].append(run_step(step, case, ref if step.startswith("ref-") else binary, timeout))
         log(f"{label} run {i + 1}/{runs}: " + ", ".join(
             f"{s} {fmt_s(results[s][-1]['seconds'])} (exit {results[s][-1]['exit']})"
-            for s in STEPS))
+            for s in steps))
     return results
 
 
@@ -261,12 +271,17 @@ def summarize_case(case, results):
     if "error" in case:
         out["error"] = case["error"]
         return out
-    steps = {s: summarize_step(results[s]) for s in STEPS}
+    steps = {s: summarize_step(results[s]) for s in results}
     out.update(steps)
     plain = steps["plain"]["median_s"]
     out["trace_over_plain"] = ratio(steps["trace"]["median_s"], plain)
     out["localize_over_plain"] = ratio(steps["localize"]["median_s"], plain)
-    errors = [f"{s}: {steps[s]['error']}" for s in STEPS if steps[s]["error"]]
+    for s in REF_STEPS:
+        if s in steps:
+            out[s.replace("-", "_") + "_over_plain"] = ratio(steps[s]["median_s"], plain)
+            out[s.removeprefix("ref-") + "_over_ref"] = ratio(steps[s.removeprefix("ref-")]["median_s"],
+                                                             steps[s]["median_s"])
+    errors = [f"{s}: {steps[s]['error']}" for s in steps if steps[s]["error"]]
     out["error"] = "; ".join(errors) or None
     return out
 
@@ -301,26 +316,41 @@ def fmt_experiments(case):
     return "—" if n is None else f"{n:g} ({secs:.1f} s)"
 
 
-def table_row(c):
+def table_row(c, ref):
     med = lambda s: fmt_s(c.get(s, {}).get("median_s"))
     status = (c.get("error") or "ok").replace("|", "\\|")
+    extra = ""
+    if ref:
+        extra = (f" {med('ref-trace')} | {med('ref-localize')} | "
+                 f"{fmt_ratio(c.get('ref_trace_over_plain'))} | "
+                 f"{fmt_ratio(c.get('ref_localize_over_plain'))} | "
+                 f"{fmt_ratio(c.get('trace_over_ref'))} | {fmt_ratio(c.get('localize_over_ref'))} |")
     return (f"| {c['name']} | {med('plain')} | {med('trace')} | {med('localize')} | "
             f"{fmt_ratio(c.get('trace_over_plain'))} | "
-            f"{fmt_ratio(c.get('localize_over_plain'))} | "
+            f"{fmt_ratio(c.get('localize_over_plain'))} |{extra} "
             f"{fmt_mb(c, 'trace')} | {fmt_mb(c, 'localize')} | {fmt_experiments(c)} | "
             f"{status} |")
 
 
 def markdown(report):
+    ref = bool(report.get("ref"))
+    head = ("| case | plain s | trace s | localize s | trace/plain | localize/plain "
+            + ("| ref trace s | ref localize s | ref trace/plain | ref localize/plain "
+               "| trace new/ref | localize new/ref " if ref else "")
+            + "| trace peak RSS MB | localize peak RSS MB | experiments (summed s) | status |")
     lines = [
-        "| case | plain s | trace s | localize s | trace/plain | localize/plain "
-        "| trace peak RSS MB | localize peak RSS MB | experiments (summed s) | status |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-        *(table_row(c) for c in report["cases"]),
+        head,
+        "|" + "---|" * (head.count("|") - 1),
+        *(table_row(c, ref) for c in report["cases"]),
         "",
     ]
-    for key, label in (("trace_over_plain", "trace / plain"),
-                       ("localize_over_plain", "localize / plain")):
+    keys = [("trace_over_plain", "trace / plain"), ("localize_over_plain", "localize / plain")]
+    if ref:
+        keys += [("ref_trace_over_plain", "reference trace / plain"),
+                 ("ref_localize_over_plain", "reference localize / plain"),
+                 ("trace_over_ref", "trace new / reference"),
+                 ("localize_over_ref", "localize new / reference")]
+    for key, label in keys:
         s = report["summary"][key]
         lines.append(f"* {label}: median {fmt_ratio(s['median'])}, max "
                      f"{fmt_ratio(s['max'])} ({s['max_case'] or '—'}) over {s['n']} cases")
@@ -335,6 +365,9 @@ def main(argv=None):
     binary = a.bin.resolve()
     if not binary.is_file():
         sys.exit(f"--bin {a.bin}: no such file")
+    ref = a.ref.resolve() if a.ref else None
+    if ref is not None and not ref.is_file():
+        sys.exit(f"--ref {a.ref}: no such file")
     cases = load_cases(a.manifest, a.cases)
     summaries = []
     for i, case in enumerate(cases):
@@ -343,14 +376,16 @@ def main(argv=None):
         if "error" in case:
             log(f"{label}: cannot run: {case['error']}")
         else:
-            results = measure_case(case, binary, a.runs, a.test_timeout, label)
+            results = measure_case(case, binary, a.runs, a.test_timeout, label, ref)
         summaries.append(summarize_case(case, results))
     report = {
-        "manifest": str(a.manifest.resolve()), "bin": str(binary), "runs": a.runs,
+        "manifest": str(a.manifest.resolve()), "bin": str(binary),
+        "ref": str(ref) if ref else None, "runs": a.runs,
         "test_timeout": a.test_timeout, "rss_method": RSS_METHOD,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cases": summaries,
         "summary": {k: over_cases(summaries, k)
-                    for k in ("trace_over_plain", "localize_over_plain")},
+                    for k in ("trace_over_plain", "localize_over_plain", "ref_trace_over_plain",
+                              "ref_localize_over_plain", "trace_over_ref", "localize_over_ref")},
     }
     if a.json:
         a.json.write_text(json.dumps(report, indent=2) + "\n")

@@ -67,3 +67,27 @@ def test_missing_dir_is_reported_not_skipped(tmp_path):
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "| gone |" in proc.stdout and "is not a directory" in proc.stdout
+
+
+def test_a_reference_binary_runs_interleaved(tmp_path):
+    """--ref: the reference binary's trace and localize run in every round too, and the report
+    gives both sets of medians and the new / reference ratios (here a binary against itself)."""
+    binary = find_binary()
+    manifest, out = tmp_path / "m.toml", tmp_path / "out.json"
+    write_manifest(manifest)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), str(manifest), "--bin", str(binary), "--ref", str(binary),
+         "--runs", "1", "--json", str(out)],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    case = report["cases"][0]
+    assert report["ref"] == str(binary.resolve())
+    for s in ("ref-trace", "ref-localize"):
+        assert case[s]["ok"] and case[s]["median_s"] > 0, case[s]
+    assert case["trace_over_ref"] == pytest.approx(case["trace"]["median_s"] / case["ref-trace"]["median_s"])
+    assert case["ref_localize_over_plain"] == pytest.approx(
+        case["ref-localize"]["median_s"] / case["plain"]["median_s"])
+    assert case["ref-localize"]["median_experiments"] >= 1
+    assert "trace new / reference" in proc.stdout and "| ref trace s |" in proc.stdout
+    assert report["summary"]["localize_over_ref"]["n"] == 1
