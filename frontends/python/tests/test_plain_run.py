@@ -317,6 +317,27 @@ def test_a_test_that_hangs_plainly_is_traced_for_the_hang_limit_only(tmp_path):
     assert r["outcome"] == "fail" and "steps" in r["detail"], r
 
 
+def test_the_forked_plain_pass_stops_a_hang_at_its_limit(tmp_path):
+    """The plain pass forked after collection (PROSECUTOR_PLAIN_FORK) runs the app modules the
+    traced run imported instrumented: its branch wrappers must not be Python calls there, or the
+    profiler's allowance for profiled calls (_profiler_extension) takes the endless loop of
+    `test_hangs`, one wrapper call per iteration, for call-heavy code and lets it run up to six
+    times the limit (QuixBugs bitcount: 30 s per test where the limit was 5 s)."""
+    write(tmp_path, HANGS)
+    out = tmp_path / "plain.json"
+    env = {"PROSECUTOR_PLAIN_FORK": "1", "PROSECUTOR_PLAIN_OUT": str(out), "PROSECUTOR_PLAIN_TIMEOUT": "1",
+           "PROSECUTOR_TEST_TIMEOUT": "60", "PROSECUTOR_TRACE_ALL": "0"}
+    d = trace(tmp_path, extra=env)
+    assert d.status["ok"], d.proc.stdout
+    notes = d.manifest["notes"]
+    assert notes["plain_run"] is True and notes["plain_run_forked"] is True, notes
+    with open(out) as fh:
+        r = json.load(fh)["tests"]["tests/test_bits.py::test_hangs"]
+    assert r["outcome"] == "timeout" and r["duration_s"] < 2.5, r
+    t = d.test("test_hangs")
+    assert t["failure_kind"] == "timeout" and t["duration_ms"] < 10_000, t
+
+
 def _fib_taking(seconds):
     """(n, plain seconds of fib(n)) for the smallest n whose fib takes at least `seconds` here."""
     def fib(n):
