@@ -1463,12 +1463,55 @@ def _plain_pass(st, session):
     if pid == 0:
         code = 1
         try:
+            os.setpgid(0, 0)     # its own process group: what it leaves running is ended below
             _plain_child(st, session, t0)
             code = 0
         except BaseException:
             pass
         finally:
-            os._exit(code)
+            _plain_child_exit(code)
+    try:
+        try:
+            os.setpgid(pid, pid)     # (as the child does: whichever comes first)
+        except OSError:
+            pass
+        status = _plain_pass_wait(st, pid)
+    finally:
+        try:
+            # a process the plain tests started and left behind (an orphaned server) would
+            # outlive the pass and could hold the driver's pipes open
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    st.plain_wall = st.forked_s = time.monotonic() - t0
+    end = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+           else f"exit status {os.WEXITSTATUS(status)}")
+    out = os.environ.get("PROSECUTOR_PLAIN_OUT")
+    if not out or not os.path.exists(out):
+        st.plain, st.plain_error = None, f"it wrote no results ({end}; forked after collection)"
+        return
+    st.plain, st.plain_error = _load_plain(out, st.plain_keys)
+    if st.plain is not None and not st.plain:
+        st.plain, st.plain_error = None, f"it recorded no test ({end})"
+
+
+def _plain_child_exit(code):
+    """Ends the forked plain pass without the session's end (no report, no atexit of the
+    traced run), but with multiprocessing's own clean-up of what its tests started (a
+    `multiprocessing.Manager()`'s server process, a `Pool`'s workers: its finalizers of objects
+    made in another process do nothing), as a plain run's interpreter would at exit."""
+    try:
+        mp = sys.modules.get("multiprocessing.util")
+        if mp is not None:
+            mp._exit_function()
+    except BaseException:
+        pass
+    os._exit(code)
+
+
+def _plain_pass_wait(st, pid):
+    """The forked plain pass's exit status; meanwhile the warm runner's preview and the analysis
+    ahead (on the core this process leaves idle)."""
     if os.environ.get("PROSECUTOR_SERVE_PREVIEW") == "fork" and st.out:
         # the warm runner's session starts now, on the core this process leaves idle while
         # the plain pass runs
@@ -1491,17 +1534,7 @@ def _plain_pass(st, session):
             pass
         finally:
             sys.settrace(previous)
-    status = done[0] if done else os.waitpid(pid, 0)[1]
-    st.plain_wall = st.forked_s = time.monotonic() - t0
-    end = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-           else f"exit status {os.WEXITSTATUS(status)}")
-    out = os.environ.get("PROSECUTOR_PLAIN_OUT")
-    if not out or not os.path.exists(out):
-        st.plain, st.plain_error = None, f"it wrote no results ({end}; forked after collection)"
-        return
-    st.plain, st.plain_error = _load_plain(out, st.plain_keys)
-    if st.plain is not None and not st.plain:
-        st.plain, st.plain_error = None, f"it recorded no test ({end})"
+    return done[0] if done else os.waitpid(pid, 0)[1]
 
 
 def _plain_subprocess(st):

@@ -338,6 +338,38 @@ def test_the_forked_plain_pass_stops_a_hang_at_its_limit(tmp_path):
     assert t["failure_kind"] == "timeout" and t["duration_ms"] < 10_000, t
 
 
+def test_the_forked_plain_pass_leaves_no_process_behind(tmp_path):
+    """A plain test that starts a `multiprocessing.Manager()` and never shuts it down (luigi's
+    MockFileSystem keeps one in a class attribute): a plain run's interpreter shuts it down at
+    exit. The forked plain pass ends with os._exit, so it runs multiprocessing's clean-up itself,
+    and the traced run ends the child's process group: the manager's server, holding the pipes
+    the traced run inherited, kept the driver waiting for ever (BugsInPy luigi-4)."""
+    files = dict(HANGS)
+    files["tests/test_manager.py"] = """
+        import multiprocessing
+
+
+        class Keeper:
+            manager = None
+
+
+        def test_keeps_a_manager():
+            Keeper.manager = multiprocessing.Manager()
+            Keeper.manager.dict()["a"] = 1
+        """
+    write(tmp_path, files)
+    out = tmp_path / "plain.json"
+    env = {"PROSECUTOR_PLAIN_FORK": "1", "PROSECUTOR_PLAIN_OUT": str(out), "PROSECUTOR_PLAIN_TIMEOUT": "1",
+           "PROSECUTOR_TEST_TIMEOUT": "60", "PROSECUTOR_TRACE_ALL": "0"}
+    t0 = time.monotonic()
+    d = trace(tmp_path, extra=env)       # (pipes: it returns once every holder has ended)
+    assert time.monotonic() - t0 < 60
+    assert d.status["ok"], d.proc.stdout
+    with open(out) as fh:
+        r = json.load(fh)["tests"]["tests/test_manager.py::test_keeps_a_manager"]
+    assert r["outcome"] == "pass", r
+
+
 def _fib_taking(seconds):
     """(n, plain seconds of fib(n)) for the smallest n whose fib takes at least `seconds` here."""
     def fib(n):
