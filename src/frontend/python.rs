@@ -1242,15 +1242,10 @@ def test_negative():
     #[test]
     fn a_failed_plain_run_is_a_warning() {
         require_pytest();
-        let d = project();
-        write(
-            d.path(),
-            "tests/conftest.py",
+        let (_d, s) = trace_with_conftest(
             "import os\nif os.environ.get('PROSECUTOR_MODE') == 'plain':\n    os._exit(3)\n",
+            false,
         );
-        let mut o = opts(d.path());
-        o.plain_fork = false;
-        let s = trace(&o).expect("trace");
         failed_plain_run_warned(&s);
     }
 
@@ -1259,16 +1254,11 @@ def test_negative():
     #[test]
     fn a_failed_forked_plain_run_is_a_warning() {
         require_pytest();
-        let d = project();
-        write(
-            d.path(),
-            "tests/conftest.py",
+        let (_d, s) = trace_with_conftest(
             "import os, pytest\nPID = os.getpid()\n@pytest.fixture(autouse=True)\ndef crash():\n    \
              if os.getpid() != PID:\n        os._exit(3)\n    yield\n",
+            true,
         );
-        let mut o = opts(d.path());
-        o.plain_fork = true;
-        let s = trace(&o).expect("trace");
         failed_plain_run_warned(&s);
         assert!(s
             .warnings
@@ -1281,15 +1271,10 @@ def test_negative():
     #[test]
     fn with_threads_the_plain_pass_is_not_forked() {
         require_pytest();
-        let d = project();
-        write(
-            d.path(),
-            "tests/conftest.py",
+        let (d, s) = trace_with_conftest(
             "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n",
+            true,
         );
-        let mut o = opts(d.path());
-        o.plain_fork = true;
-        let s = trace(&o).expect("trace");
         assert_eq!(
             s.plain_run.as_ref().map(|p| p.tests),
             Some(3),
@@ -1306,6 +1291,17 @@ def test_negative():
         let s = trace(&o).expect("trace");
         let m = manifest(&s.dump);
         assert_eq!(m["notes"]["plain_run_forked"].as_bool(), Some(true));
+    }
+
+    /// The test project with `conftest` as its tests/conftest.py, traced with the plain pass
+    /// forked (`fork`) or a process of its own.
+    fn trace_with_conftest(conftest: &str, fork: bool) -> (tempfile::TempDir, TraceSummary) {
+        let d = project();
+        write(d.path(), "tests/conftest.py", conftest);
+        let mut o = opts(d.path());
+        o.plain_fork = fork;
+        let s = trace(&o).expect("trace");
+        (d, s)
     }
 
     fn failed_plain_run_warned(s: &TraceSummary) {
