@@ -103,11 +103,10 @@ pub struct PythonTraceOptions {
     /// disturb each other (fixed file names in the cwd, fixed ports), and it pays off only with
     /// an idle core (docs/performance.md "Tracer cost").
     pub plain_alongside: bool,
-    /// Run the plain pre-run as a child the traced run forks once it has collected, not as a
-    /// process of its own: the interpreter's and pytest's start-up and the collection are paid
-    /// once (docs/frontend-python.md "Plain pre-run"). Opt-in (`PROSECUTOR_PLAIN_RUN=fork`, where
-    /// Python can fork): the child runs the modules the traced run imported instrumented, and
-    /// on BugsInPy luigi-13 three tests that pass in a plain run failed there as under tracing.
+    /// Run the plain pre-run as a child the traced run forks once it has collected (the
+    /// default where Python can fork), not as a process of its own: the interpreter's and
+    /// pytest's start-up and the collection are paid once (docs/frontend-python.md "Plain
+    /// pre-run"). `PROSECUTOR_PLAIN_RUN=serial` runs it as a process of its own, before.
     pub plain_fork: bool,
     /// Begin each trace with the import-time code of the modules under test (module and class
     /// bodies; docs/frontend-python.md "Import-time code"). Default: off, unless the environment
@@ -142,7 +141,7 @@ impl PythonTraceOptions {
                 .is_ok_and(|v| v.trim() == "alongside")
                 && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
             plain_fork: cfg!(unix)
-                && std::env::var("PROSECUTOR_PLAIN_RUN").is_ok_and(|v| v.trim() == "fork"),
+                && std::env::var("PROSECUTOR_PLAIN_RUN").map_or(true, |v| v.trim() != "serial"),
             import_time: std::env::var("PROSECUTOR_SETUP").is_ok_and(|v| v.trim() == "1"),
             progress: false,
             passing_ok: false,
@@ -1249,7 +1248,7 @@ def test_negative():
         failed_plain_run_warned(&s);
     }
 
-    /// The same with the plain pass forked from the traced run (opt-in): its child (not the
+    /// The same with the plain pass forked from the traced run (the default): its child (not the
     /// process that imported the conftest) ends in the first test it sets up.
     #[test]
     fn a_failed_forked_plain_run_is_a_warning() {

@@ -2203,8 +2203,9 @@ def _compare_plain(st):
                         f"leaving them out would leave no failing test, and their failures may be the tracer's, "
                         f"not the code's: " + _ids(fail_only))
     elif fail_only:
-        warnings.append(f"{len(fail_only)} test(s) fail only under tracing and are left out (they pass in a "
-                        f"plain run; no trace, no coverage): " + _ids(fail_only))
+        warnings.append(f"{len(fail_only)} test(s) fail only under tracing and are left out (they passed in the "
+                        f"plain run before; no trace, no coverage; a test that fails on the state it left behind "
+                        f"in an earlier run, such as a file, shows the same): " + _ids(fail_only))
     if pass_only:
         warnings.append(f"{len(pass_only)} test(s) pass only under tracing and are left out (they fail in a "
                         f"plain run; no trace, no coverage): " + _ids(pass_only))
