@@ -265,6 +265,7 @@ impl ModelArgs {
                 log_domain: false,
                 prune_barren: true,
                 double_loop: self.double_loop,
+                stop_swinging: false,
             },
             first_schedule: self
                 .schedule

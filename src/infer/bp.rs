@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use super::cycle::TwoCycle;
+use super::cycle::{Stuck, TwoCycle};
 use super::double_loop::{Anchors, OuterLoop, Step};
 use super::kernel::{clip, sig_pair, sigmoid, FactorKernel, Scratch};
 use super::{check_evidence, BpOptions, Convergence, Cpd, Dag, InferError, Marginals, Schedule};
@@ -185,6 +185,9 @@ struct Engine<'a> {
     /// Plain BP: stop a run caught in a period-2 cycle (`super::cycle`); `None` for the double
     /// loop, whose anchors are part of its state.
     cycle: Option<TwoCycle>,
+    /// Plain undamped BP with `BpOptions::stop_swinging`: stop a run whose messages keep
+    /// swinging (`super::cycle::Stuck`).
+    stuck: Option<Stuck>,
     max_iter: usize,
 }
 
@@ -1072,6 +1075,8 @@ pub(crate) fn loopy_bp_run(
         log_domain: opts.log_domain,
         anchors: Anchors::default(),
         cycle: (stop_cycles && !opts.double_loop).then(TwoCycle::default),
+        stuck: (opts.stop_swinging && !opts.double_loop && opts.damping == 0.0)
+            .then(Stuck::default),
         max_iter: opts.max_iter,
     };
     let mut outer = opts.double_loop.then(OuterLoop::new);
@@ -1182,7 +1187,8 @@ impl Engine<'_> {
     /// iteration, the double loop's outer steps (`outer`), convergence. Returns whether BP
     /// stops: it has converged (its messages moved less than `tol`, and with the double loop,
     /// also the anchors at the outer step this sweep ended), or it is caught in a period-2
-    /// cycle it will not leave (`super::cycle`; then `conv.converged` is false).
+    /// cycle it will not leave, or an undamped run's messages keep swinging (`super::cycle`;
+    /// then `conv.converged` is false).
     fn finish_iteration(
         &mut self,
         st: &mut State,
@@ -1218,7 +1224,11 @@ impl Engine<'_> {
             .cycle
             .as_mut()
             .is_some_and(|c| c.caught(it, max_iter, &st.pi_v, &st.lam_e, acc.max_change, tol));
-        Ok(conv.converged || caught)
+        let stuck = self
+            .stuck
+            .as_mut()
+            .is_some_and(|s| s.caught(it, acc.max_change));
+        Ok(conv.converged || caught || stuck)
     }
 
     /// The double loop's outer step: every unobserved vertex's anchor becomes its belief (the

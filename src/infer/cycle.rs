@@ -15,9 +15,47 @@
 //! on the sweeps of `max_iter`'s parity, so the marginals it stops with are those the run to
 //! `max_iter` would have ended with, up to the cycle's drift.
 
+//!
+//! Undamped BP also oscillates without a period of 2 (or with one whose drift the check above
+//! will not call a cycle): the largest message change stays at 0.3–1.0 sweep after sweep up to
+//! `max_iter`. [`Stuck`] stops such a run once its largest change has stayed at or above
+//! [`STUCK_CHANGE`] for [`STUCK_SWEEPS`] sweeps in a row, from sweep [`STUCK_FROM`] on. Measured
+//! on the 357 undamped runs of `localize` on the stored dumps of four corpora (Defects4J Lang
+//! odd, the corpus development subset, BugsInPy, QuixBugs; session 28): no run that converged
+//! ever had a change of 0.3 or more for 15 sweeps in a row after its 15th sweep (the largest
+//! such run of 15: 0.12), while 43 of the 70 runs that did not converge and lasted 30 sweeps
+//! did, and stopping them at once saves 27 % of all the vertex-sweeps of those localizations.
+//! Only undamped runs are checked: damped runs that do not converge wander by less than 0.05.
+
 use rayon::prelude::*;
 
 use super::kernel::sigmoid;
+
+/// The smallest largest-change (in probability) that counts as a swing of an oscillating run.
+pub(super) const STUCK_CHANGE: f64 = 0.3;
+/// Sweeps in a row with such a swing after which the run is stopped.
+pub(super) const STUCK_SWEEPS: usize = 15;
+/// No run is stopped by [`Stuck`] before this sweep.
+pub(super) const STUCK_FROM: usize = 30;
+
+/// Counts the sweeps in a row whose largest change was at least [`STUCK_CHANGE`].
+#[derive(Default)]
+pub(super) struct Stuck {
+    streak: usize,
+}
+
+impl Stuck {
+    /// After sweep `it`, whose largest message change was `change`: whether the run has swung
+    /// by [`STUCK_CHANGE`] or more for the last [`STUCK_SWEEPS`] sweeps (from [`STUCK_FROM`]).
+    pub(super) fn caught(&mut self, it: usize, change: f64) -> bool {
+        self.streak = if change >= STUCK_CHANGE {
+            self.streak + 1
+        } else {
+            0
+        };
+        it >= STUCK_FROM && self.streak >= STUCK_SWEEPS
+    }
+}
 
 /// Only a cycle whose messages swing by at least this much (in probability) per sweep is
 /// stopped: the cycles of undamped BP on EPGs swing by 0.45 to 0.9998, while a small
@@ -124,6 +162,22 @@ mod tests {
                 "stopped at sweep {it}"
             );
         }
+    }
+
+    #[test]
+    fn a_run_is_stuck_after_fifteen_large_swings_in_a_row_from_sweep_thirty() {
+        let mut c = Stuck::default();
+        // large swings from the start: stopped at sweep 30, not before
+        let first = (1..=100).find(|&it| c.caught(it, 0.9));
+        assert_eq!(first, Some(STUCK_FROM));
+        // a sweep below the threshold starts the count again
+        let mut c = Stuck::default();
+        let changes = |it: usize| if it == 20 { 0.29 } else { 0.5 };
+        let first = (1..=100).find(|&it| c.caught(it, changes(it)));
+        assert_eq!(first, Some(20 + STUCK_SWEEPS));
+        // a run that keeps changing by less never is
+        let mut c = Stuck::default();
+        assert!((1..=1000).all(|it| !c.caught(it, STUCK_CHANGE * 0.99)));
     }
 
     #[test]

@@ -229,6 +229,13 @@ pub struct BpOptions {
     /// Double-loop BP (CCCP, `double_loop.rs`): converges where plain BP's messages wander, to
     /// one of BP's own fixed points, at the cost of more sweeps.
     pub double_loop: bool,
+    /// Undamped plain BP: stop (not converged) once the largest message change has stayed at
+    /// or above 0.3 for 15 sweeps in a row, from sweep 30 on (`cycle.rs`, `Stuck`): such a run
+    /// oscillates and will not converge. `localize` sets it for its first, undamped run, which
+    /// a damped retry follows. Measured on the EPGs of four corpora, not a property of BP in
+    /// general: evidence that crosses many blocks of the block schedule, or strong
+    /// propagation on small loopy graphs, can swing that long and still converge.
+    pub stop_swinging: bool,
 }
 
 impl Default for BpOptions {
@@ -241,6 +248,7 @@ impl Default for BpOptions {
             log_domain: false,
             prune_barren: true,
             double_loop: false,
+            stop_swinging: false,
         }
     }
 }

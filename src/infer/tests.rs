@@ -23,6 +23,7 @@ fn opts(schedule: Schedule, log_domain: bool) -> BpOptions {
         log_domain,
         prune_barren: true,
         double_loop: false,
+        stop_swinging: false,
     }
 }
 
@@ -1514,4 +1515,82 @@ fn the_cycle_check_leaves_converging_runs_alone_on_synthetic_epgs() {
         }
     }
     assert!(converged >= 8, "{converged}");
+}
+
+// ---------------------------------------------------------------- runs that keep swinging
+
+/// `BpOptions::stop_swinging` on the EPG-shaped synthetic graphs under the default CPD,
+/// undamped, sequential and in blocks: every run that converges without the check converges
+/// with it, with the same bits.
+#[test]
+fn stop_swinging_leaves_converging_runs_alone_on_synthetic_epgs() {
+    let mut converged = 0;
+    for seed in 1..=4 {
+        let (dag, ev) = synthetic_dag(2000, seed);
+        for schedule in [Schedule::Sequential, Schedule::Parallel] {
+            let o = BpOptions {
+                tol: 1e-7,
+                max_iter: 300,
+                schedule,
+                ..BpOptions::default()
+            };
+            let full = bp_blocks(&dag, &Cpd::default(), &ev, &o, 64).unwrap();
+            let stop = bp_blocks(
+                &dag,
+                &Cpd::default(),
+                &ev,
+                &BpOptions {
+                    stop_swinging: true,
+                    ..o
+                },
+                64,
+            )
+            .unwrap();
+            if full.convergence.converged {
+                assert_eq!(stop, full);
+                converged += 1;
+            }
+        }
+    }
+    assert!(converged >= 4, "{converged}");
+}
+
+/// Strong propagation on small loopy DAGs: some undamped runs swing by 0.3 or more sweep after
+/// sweep without converging; with `stop_swinging` they stop, not converged, at sweep 30 or
+/// later instead of running to `max_iter`.
+#[test]
+fn a_run_that_keeps_swinging_stops_early_with_stop_swinging() {
+    let mut rng = SplitMix64::new(2026);
+    let cpd = Cpd {
+        p: 0.1,
+        prior: 0.85,
+    };
+    let mut stopped = 0;
+    for _ in 0..300 {
+        let n = 10 + rng.below(30);
+        let dag = random_dag(&mut rng, n, 5);
+        let ev = random_evidence(&mut rng, n, 0.3);
+        let o = BpOptions {
+            tol: 1e-7,
+            max_iter: 300,
+            ..BpOptions::default()
+        };
+        let Ok(full) = loopy_bp(&dag, &cpd, &ev, &o) else {
+            continue;
+        };
+        let swinging = BpOptions {
+            stop_swinging: true,
+            ..o
+        };
+        let stop = loopy_bp(&dag, &cpd, &ev, &swinging).unwrap();
+        if stop.convergence.iterations < full.convergence.iterations {
+            assert!(!stop.convergence.converged, "{:?}", stop.convergence);
+            assert!(stop.convergence.iterations >= 30, "{:?}", stop.convergence);
+            assert!(stop.convergence.max_change >= 0.3, "{:?}", stop.convergence);
+            stopped += (!full.convergence.converged) as usize;
+        } else {
+            assert_eq!(stop, full);
+        }
+    }
+    assert!(stopped >= 1, "no run that does not converge was stopped");
 }

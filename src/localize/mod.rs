@@ -486,6 +486,7 @@ fn bp_with_retries(
     let mut best = run(&BpOptions {
         max_iter: bp.max_iter.min(UNDAMPED_MAX_ITER),
         schedule: first,
+        stop_swinging: true,
         ..*bp
     })?;
     let retries = [
