@@ -1,8 +1,11 @@
-"""Runs scripts/bench_suites.py once on fixtures/python/leftpad_fig1 (not part of cargo test).
+"""Runs scripts/bench_suites.py once on fixtures/python/leftpad_fig1.
 
-python3 -m pytest -q scripts/test_bench_suites.py   (needs a built prosecutor binary)
+python3 -m pytest -q scripts/test_bench_suites.py   (needs a built prosecutor binary:
+$PROSECUTOR_BIN, else target/release or target/debug; `cargo test` runs it with the binary it
+built, tests/it/python_tracer_suite.rs)
 """
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +18,8 @@ FIXTURE = ROOT / "fixtures" / "python" / "leftpad_fig1"
 
 
 def find_binary():
+    if os.environ.get("PROSECUTOR_BIN"):
+        return Path(os.environ["PROSECUTOR_BIN"])
     for profile in ("release", "debug"):
         p = ROOT / "target" / profile / "prosecutor"
         if p.is_file():
@@ -29,7 +34,7 @@ def write_manifest(path):
         'name = "leftpad_fig1"\n'
         f"dir = {json.dumps(str(FIXTURE))}\n"
         'src = "src"\n'
-        'test = ["python3", "-m", "pytest", "-q", "tests"]\n'
+        'test = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]\n'
         'faulty = ["leftpad.py:9"]\n'
     )
 

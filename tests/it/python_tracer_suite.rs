@@ -46,11 +46,26 @@ fn explain_eval_pytest_suite() {
     pytest_suite("scripts/test_explain_eval.py");
 }
 
+/// `scripts/bench_suites.py` (`scripts/test_bench_suites.py`: plain, trace and localize of the
+/// left-pad fixture, with and without a reference binary; this build's binary is both).
+#[test]
+fn bench_suites_pytest_suite() {
+    pytest_suite_with(
+        "scripts/test_bench_suites.py",
+        &[("PROSECUTOR_BIN", env!("CARGO_BIN_EXE_prosecutor"))],
+    );
+}
+
 fn pytest_suite(path: &str) {
+    pytest_suite_with(path, &[]);
+}
+
+fn pytest_suite_with(path: &str, env: &[(&str, &str)]) {
     require_pytest();
     let o = Command::new("python3")
         .current_dir(root())
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", path])
+        .envs(env.iter().copied())
         // nothing written into the checkout
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env_remove("PYTEST_ADDOPTS")
