@@ -13,7 +13,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::cdg::ControlDeps;
-use crate::dump::{Dump, StmtId, VarId};
+use crate::dump::{Dump, HeapAccess, StmtId, Trace, VarId};
 
 /// One kind of EPG vertex. Steps are indices within their trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -247,70 +247,130 @@ pub fn forward(dump: &Dump, cd: &ControlDeps, views: &[TraceView]) -> Premises {
 /// frame of the trace, kept by compression) mutated last, through its variable `x ∈ DEF(l_j)`,
 /// `w = ⟨x@j⟩`; only when that is not already `LASTDEF(u, t_i)`.
 pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bool) -> Premises {
-    let mut layout = SymbolLayout {
-        n_stmts: dump.stmts.len() as u32,
-        ..SymbolLayout::default()
-    };
-    let mut out = Out {
-        rels: vec![Vec::new(); RELATIONS.len()],
-    };
-    // Reserve the per-step relations for the steps to process (about one row per step each,
-    // `lastdef` up to two; vertices: about one per step, two reserved), so that they do not
-    // grow by copying. Capacity that is never written is never touched, so over-reserving
-    // costs address space only.
-    let n: usize = views
-        .iter()
-        .map(|v| match &v.keep {
-            Some(k) => k.len(),
-            None => dump.traces[v.trace].steps.len(),
-        })
-        .sum();
-    for (r, rows_per_step) in [(STEP, 1), (CTX, 1), (VD, 1), (LASTDEF, 2), (LASTCTRL, 1)] {
-        let arity = RELATIONS[r].1.len();
-        out.rels[r].reserve(n * rows_per_step * arity + 1024);
-    }
-    let mut vertices: Vec<Vertex> = Vec::with_capacity(2 * n + 1024);
-    let mut stmt_vertex: Vec<u32> = vec![u32::MAX; dump.stmts.len()];
-    let mut steps: Vec<StepOrigin> = Vec::with_capacity(n);
-    let mut failure_points = Vec::new();
-    let mut gframe_base = 0u32;
-
-    // Static relations.
-    for (s, ds) in dump.defs.iter().enumerate() {
-        let m = dump.stmts[s].method;
-        for &v in ds {
-            let sym = layout.var(m, v);
-            out.push(DEF, &[layout.stmt(s as u32), sym]);
-        }
-    }
-    for (s, us) in dump.uses.iter().enumerate() {
-        let m = dump.stmts[s].method;
-        for &v in us {
-            let sym = layout.var(m, v);
-            out.push(USE, &[layout.stmt(s as u32), sym]);
-        }
-    }
-    for (r, l) in cd.rdfinverse() {
-        out.push(RDFINVERSE, &[layout.stmt(r), layout.stmt(l)]);
-    }
-    for (s, _) in dump.copy.iter().enumerate().filter(|c| *c.1) {
-        out.push(COPY, &[layout.stmt(s as u32)]);
-    }
-
-    // Per statement: the symbols of its uses and definitions, filled at the first point where
-    // the pass asks for each (so symbols are allocated in the same order as without the cache).
-    let mut use_syms: Vec<Vec<u32>> = dump.uses.iter().map(|u| vec![u32::MAX; u.len()]).collect();
-    let mut def_syms: Vec<Vec<u32>> = dump.defs.iter().map(|d| vec![u32::MAX; d.len()]).collect();
-    let mut pool: Vec<FrameState> = Vec::new();
+    let mut pass = Pass::new(dump, cd, views);
+    pass.static_relations();
     for view in views {
+        pass.trace(view, heap);
+    }
+    pass.finish()
+}
+
+/// What the forward pass has computed so far, over all traces.
+struct Pass<'a> {
+    dump: &'a Dump,
+    cd: &'a ControlDeps,
+    layout: SymbolLayout,
+    out: Out,
+    vertices: Vec<Vertex>,
+    /// Statement → its vertex (`u32::MAX` until the statement first runs).
+    stmt_vertex: Vec<u32>,
+    steps: Vec<StepOrigin>,
+    failure_points: Vec<(usize, u32)>,
+    /// Global frame id of the current trace's frame 0.
+    gframe_base: u32,
+    /// Per statement: the symbols of its uses and definitions, filled at the first point where
+    /// the pass asks for each (so symbols are allocated in the same order as without the cache).
+    use_syms: Vec<Vec<u32>>,
+    def_syms: Vec<Vec<u32>>,
+    /// Frame states to reuse (their maps keep their capacity).
+    pool: Vec<FrameState>,
+}
+
+/// The pass over one trace: its open frames and the cursors into its calls and heap rows.
+struct Walk<'a> {
+    tr: &'a Trace,
+    t: u32,
+    stack: Vec<FrameState>,
+    calls: CallState,
+    /// Heap: object → (global step, vertex) of its last kept mutation; a cursor into the rows.
+    mutated: FxHashMap<u64, (u32, u32)>,
+    heap_rows: &'a [HeapAccess],
+    heap_at: usize,
+}
+
+/// The calls of one trace into traced code.
+struct CallState {
+    /// (call step, frame) sorted by call step (frames in id order), walked with a cursor as the
+    /// kept steps increase.
+    opens: Vec<(u32, u32)>,
+    open_at: usize,
+    /// Pending bindings of frames not yet entered: frame → [(var, (gid, vertex))].
+    pending: FxHashMap<u32, Vec<Binding>>,
+    /// Frame → argument vertices of the callees its call step opens after it (`nested`).
+    later: FxHashMap<u32, Vec<u32>>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(dump: &'a Dump, cd: &'a ControlDeps, views: &[TraceView]) -> Pass<'a> {
+        let mut out = Out {
+            rels: vec![Vec::new(); RELATIONS.len()],
+        };
+        // Reserve the per-step relations for the steps to process (about one row per step each,
+        // `lastdef` up to two; vertices: about one per step, two reserved), so that they do not
+        // grow by copying. Capacity that is never written is never touched, so over-reserving
+        // costs address space only.
+        let n: usize = views
+            .iter()
+            .map(|v| match &v.keep {
+                Some(k) => k.len(),
+                None => dump.traces[v.trace].steps.len(),
+            })
+            .sum();
+        for (r, rows_per_step) in [(STEP, 1), (CTX, 1), (VD, 1), (LASTDEF, 2), (LASTCTRL, 1)] {
+            let arity = RELATIONS[r].1.len();
+            out.rels[r].reserve(n * rows_per_step * arity + 1024);
+        }
+        Pass {
+            dump,
+            cd,
+            layout: SymbolLayout {
+                n_stmts: dump.stmts.len() as u32,
+                ..SymbolLayout::default()
+            },
+            out,
+            vertices: Vec::with_capacity(2 * n + 1024),
+            stmt_vertex: vec![u32::MAX; dump.stmts.len()],
+            steps: Vec::with_capacity(n),
+            failure_points: Vec::new(),
+            gframe_base: 0,
+            use_syms: dump.uses.iter().map(|u| vec![u32::MAX; u.len()]).collect(),
+            def_syms: dump.defs.iter().map(|d| vec![u32::MAX; d.len()]).collect(),
+            pool: Vec::new(),
+        }
+    }
+
+    /// `DEF`, `USE`, `RDFINVERSE`, `COPY`.
+    fn static_relations(&mut self) {
+        let (dump, out, layout) = (self.dump, &mut self.out, &mut self.layout);
+        for (s, ds) in dump.defs.iter().enumerate() {
+            let m = dump.stmts[s].method;
+            for &v in ds {
+                let sym = layout.var(m, v);
+                out.push(DEF, &[layout.stmt(s as u32), sym]);
+            }
+        }
+        for (s, us) in dump.uses.iter().enumerate() {
+            let m = dump.stmts[s].method;
+            for &v in us {
+                let sym = layout.var(m, v);
+                out.push(USE, &[layout.stmt(s as u32), sym]);
+            }
+        }
+        for (r, l) in self.cd.rdfinverse() {
+            out.push(RDFINVERSE, &[layout.stmt(r), layout.stmt(l)]);
+        }
+        for (s, _) in dump.copy.iter().enumerate().filter(|c| *c.1) {
+            out.push(COPY, &[layout.stmt(s as u32)]);
+        }
+    }
+
+    /// The kept steps of one trace, in order. The whole trace: the failure step marks the
+    /// failing value, not the end of the trace (a failing `assert f(x) == y` is a call step;
+    /// f's steps follow it).
+    fn trace(&mut self, view: &TraceView, heap: bool) {
+        let dump = self.dump;
         let tr = &dump.traces[view.trace];
-        let t = view.trace as u32;
-        // The whole trace: the failure step marks the failing value, not the end of the trace
-        // (a failing `assert f(x) == y` is a call step; f's steps follow it).
         let end = tr.steps.len();
-        // frames opened by each call step
-        // (call step, frame) sorted by call step (frames in id order), walked with a cursor as
-        // the kept steps increase.
         let mut opens: Vec<(u32, u32)> = tr
             .frames
             .iter()
@@ -318,17 +378,21 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
             .filter_map(|(f, fr)| fr.call_step.map(|c| (c, f as u32)))
             .collect();
         opens.sort_unstable();
-        let mut open_at = 0usize;
+        let mut w = Walk {
+            tr,
+            t: view.trace as u32,
+            stack: Vec::new(),
+            calls: CallState {
+                opens,
+                open_at: 0,
+                pending: FxHashMap::default(),
+                later: FxHashMap::default(),
+            },
+            mutated: FxHashMap::default(),
+            heap_rows: if heap { &tr.heap } else { &[] },
+            heap_at: 0,
+        };
         let failure_step = dump.failure_step(tr);
-        // pending bindings of frames not yet entered: frame → [(var, (gid, vertex))]
-        let mut pending: FxHashMap<u32, Vec<Binding>> = FxHashMap::default();
-        // frame → argument vertices of the callees its call step opens after it (`nested`)
-        let mut later: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-        let mut stack: Vec<FrameState> = Vec::new();
-        // heap: object → (global step, vertex) of its last kept mutation; cursor into tr.heap
-        let mut mutated: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
-        let mut heap_at = 0usize;
-        let heap_rows: &[crate::dump::HeapAccess] = if heap { &tr.heap } else { &[] };
         let all: Vec<u32>;
         let keep: &[u32] = match &view.keep {
             Some(k) => k,
@@ -341,280 +405,353 @@ pub fn forward_with(dump: &Dump, cd: &ControlDeps, views: &[TraceView], heap: bo
             if idx as usize >= end {
                 break;
             }
-            let step = tr.steps[idx as usize];
-            let gid = steps.len() as u32;
-            steps.push(StepOrigin {
-                trace: t,
-                index: idx,
-            });
-            let l = step.stmt;
-            // Frame transitions: returns (pops) and entries (pushes).
-            if stack.last().map(|f| f.frame) != Some(step.frame) {
-                if let Some(pos) = stack.iter().rposition(|f| f.frame == step.frame) {
-                    while stack.len() > pos + 1 {
-                        let mut f = stack.pop().unwrap();
-                        f.settle_heap(&mut mutated);
-                        close_frame(&mut out, &mut layout, &f);
-                        pool.push(f);
-                    }
-                } else {
-                    let fr = &tr.frames[step.frame as usize];
-                    if let Some(c) = fr.call_step {
-                        // pop returned frames above the caller
-                        let caller = tr.steps[c as usize].frame;
-                        if let Some(pos) = stack.iter().rposition(|f| f.frame == caller) {
-                            while stack.len() > pos + 1 {
-                                let mut f = stack.pop().unwrap();
-                                f.settle_heap(&mut mutated);
-                                close_frame(&mut out, &mut layout, &f);
-                                pool.push(f);
-                            }
-                        }
-                    }
-                    let mut fs = pool.pop().unwrap_or_else(|| FrameState {
-                        frame: 0,
-                        gframe: 0,
-                        defs: FxHashMap::default(),
-                        last_exec: FxHashMap::default(),
-                        last_step: 0,
-                        call_gid: None,
-                        this_var: None,
-                        formals: Vec::new(),
-                        method: 0,
-                        heap_pending: Vec::new(),
-                        later_args: Vec::new(),
-                    });
-                    fs.later_args.clear();
-                    if let Some(a) = later.remove(&step.frame) {
-                        fs.later_args = a;
-                    }
-                    fs.defs.clear();
-                    fs.formals.clear();
-                    fs.heap_pending.clear();
-                    fs.last_exec.clear();
-                    fs.frame = step.frame;
-                    fs.gframe = gframe_base + step.frame;
-                    fs.call_gid = None;
-                    fs.this_var = dump.methods[fr.method as usize].this_formal;
-                    fs.method = fr.method;
-                    if let Some(binds) = pending.remove(&step.frame) {
-                        for (v, dv) in binds {
-                            fs.call_gid = Some(dv.0);
-                            fs.defs.insert(v, dv);
-                            fs.formals.push(v);
-                        }
-                    }
-                    if fs.call_gid.is_none() {
-                        // A frame with no formals still knows its call step.
-                        fs.call_gid = fr.call_step.and_then(|c| call_gid_of(&steps, t, c));
-                    }
-                    stack.push(fs);
-                }
-            }
-            let top = stack.last_mut().expect("a frame is open");
-            top.settle_heap(&mut mutated);
-            let cm = dump.stmts[l as usize].method;
-            top.last_step = gid;
-            out.push(STEP, &[gid, layout.stmt(l)]);
-            out.push(CTX, &[gid, top.gframe]);
-            let sv = {
-                let v = &mut stmt_vertex[l as usize];
-                if *v == u32::MAX {
-                    *v = vertices.len() as u32;
-                    vertices.push(Vertex::Stmt(l));
-                    out.push(STMT_VERTEX, &[layout.stmt(l), *v]);
-                }
-                *v
-            };
-            let _ = sv;
-            // Uses: LASTDEF in the current context (read before this step's own definitions).
-            let from = out.rels[LASTDEF].len();
-            for (k, &u) in dump.uses[l as usize].iter().enumerate() {
-                if let Some(&(j, w)) = top.defs.get(&u) {
-                    let cached = &mut use_syms[l as usize][k];
-                    if *cached == u32::MAX {
-                        *cached = layout.var(cm, u);
-                    }
-                    out.push(LASTDEF, &[gid, *cached, j, w]);
-                }
-            }
-            out.sort_since::<4>(LASTDEF, from);
-            // Heap uses: the last mutation of the object, unless LASTDEF already links it.
-            while heap_at < heap_rows.len() && heap_rows[heap_at].step < idx {
-                heap_at += 1; // rows of steps compression dropped
-            }
-            let heap_first = heap_at;
-            while heap_at < heap_rows.len() && heap_rows[heap_at].step == idx {
-                heap_at += 1;
-            }
-            let step_heap = &heap_rows[heap_first..heap_at];
-            let mut links: Vec<[u32; 4]> = Vec::new();
-            for h in step_heap.iter().filter(|h| !h.def) {
-                if let Some(&(j, w)) = mutated.get(&h.obj) {
-                    if top.defs.get(&h.var).map(|d| d.1) != Some(w) {
-                        links.push([gid, layout.var(cm, h.var), j, w]);
-                    }
-                }
-            }
-            links.sort_unstable();
-            links.dedup();
-            for row in &links {
-                out.push(HEAPDEF, row);
-            }
-            // LASTCTRL: the most recent controller of l executed in this context.
-            let mut lc: Option<u32> = None;
-            for &r in &cd.parents[l as usize] {
-                if let Some(&j) = top.last_exec.get(&r) {
-                    lc = Some(lc.map_or(j, |x: u32| x.max(j)));
-                }
-            }
-            if let Some(j) = lc {
-                out.push(LASTCTRL, &[gid, j]);
-            }
-            // Calls into traced code: V_i^a, OPEN, ISARG, ISRCVOBJ, MAP.
-            while open_at < opens.len() && opens[open_at].0 < idx {
-                open_at += 1;
-            }
-            let first_open = open_at;
-            while open_at < opens.len() && opens[open_at].0 == idx {
-                open_at += 1;
-            }
-            if first_open < open_at {
-                out.push(OPEN, &[gid]);
-                // argument vertices without a named actual, per callee in call order
-                let mut unbound: Vec<(u32, Vec<u32>)> = Vec::new();
-                for &(_, f) in &opens[first_open..open_at] {
-                    let fm = tr.frames[f as usize].method;
-                    let m = &dump.methods[fm as usize];
-                    let mut binds: Vec<Binding> = Vec::new();
-                    let mut formal_vertex: FxHashMap<VarId, u32> = FxHashMap::default();
-                    for &x in &m.formals {
-                        let v = vertices.len() as u32;
-                        vertices.push(Vertex::Arg {
-                            trace: t,
-                            step: idx,
-                            frame: f,
-                            var: x,
-                        });
-                        let sym = layout.var(fm, x);
-                        out.push(VA, &[gid, sym, v]);
-                        formal_vertex.insert(x, v);
-                        binds.push((x, (gid, v)));
-                    }
-                    let this_v = m.this_formal.map(|x| {
-                        let v = vertices.len() as u32;
-                        vertices.push(Vertex::This {
-                            trace: t,
-                            step: idx,
-                            frame: f,
-                        });
-                        out.push(VA, &[gid, layout.this(), v]);
-                        binds.push((x, (gid, v)));
-                        (x, v)
-                    });
-                    let mut pairs: Vec<(VarId, VarId)> = Vec::new();
-                    match tr.binds.get(&(idx, f)) {
-                        Some(b) => pairs.extend_from_slice(b),
-                        None => {
-                            for &(k, a) in &dump.actuals[l as usize] {
-                                if let Some(&x) = m.formals.get(k as usize) {
-                                    pairs.push((x, a));
-                                }
-                            }
-                            if let (Some((x, _)), Some(r)) = (this_v, dump.receiver[l as usize]) {
-                                pairs.push((x, r));
-                            }
-                        }
-                    }
-                    for &(x, a) in &pairs {
-                        let asym = layout.var(cm, a);
-                        if this_v.map(|(tx, _)| tx) == Some(x) {
-                            out.push(ISRCVOBJ, &[gid, asym]);
-                        } else if let Some(&wv) = formal_vertex.get(&x) {
-                            let xsym = layout.var(fm, x);
-                            out.push(ISARG, &[gid, asym]);
-                            out.push(MAP, &[gid, asym, xsym, wv]);
-                        }
-                    }
-                    let free = m
-                        .formals
-                        .iter()
-                        .filter(|x| !pairs.iter().any(|p| p.0 == **x))
-                        .map(|x| formal_vertex[x])
-                        .collect();
-                    unbound.push((f, free));
-                    pending.insert(f, binds);
-                }
-                for k in 0..unbound.len().saturating_sub(1) {
-                    let after: Vec<u32> = unbound[k + 1..]
-                        .iter()
-                        .flat_map(|u| u.1.iter().copied())
-                        .collect();
-                    if !after.is_empty() {
-                        later.insert(unbound[k].0, after);
-                    }
-                }
-            }
-            // Definitions: V_i^d.
-            let ds = &dump.defs[l as usize];
-            if ds.is_empty() {
-                let v = vertices.len() as u32;
-                vertices.push(Vertex::Value {
-                    trace: t,
-                    step: idx,
-                });
-                out.push(VD, &[gid, layout.hash(), v]);
-            } else {
-                let from = out.rels[VD].len();
-                for (k, &d) in ds.iter().enumerate() {
-                    let v = vertices.len() as u32;
-                    vertices.push(Vertex::Def {
-                        trace: t,
-                        step: idx,
-                        var: d,
-                    });
-                    let cached = &mut def_syms[l as usize][k];
-                    if *cached == u32::MAX {
-                        *cached = layout.var(cm, d);
-                    }
-                    let sym = *cached;
-                    out.push(VD, &[gid, sym, v]);
-                    top.defs.insert(d, (gid, v));
-                    for h in step_heap.iter().filter(|h| h.def && h.var == d) {
-                        top.heap_pending.push((h.obj, gid, v));
-                    }
-                }
-                out.sort_since::<3>(VD, from);
-            }
-            if cd.is_controller[l as usize] {
-                top.last_exec.insert(l, gid);
-            }
+            let gid = self.step(&mut w, idx);
             if failure_step == Some(idx) {
-                failure_points.push((view.trace, gid));
+                self.failure_points.push((view.trace, gid));
             }
         }
-        while let Some(f) = stack.pop() {
-            close_frame(&mut out, &mut layout, &f);
-            pool.push(f);
+        while let Some(f) = w.stack.pop() {
+            close_frame(&mut self.out, &mut self.layout, &f);
+            self.pool.push(f);
         }
-        gframe_base += tr.frames.len() as u32;
+        self.gframe_base += tr.frames.len() as u32;
     }
-    let rels = RELATIONS
-        .iter()
-        .zip(out.rels)
-        .map(|(&(name, cols), rows)| Rel {
-            name,
-            arity: cols.len(),
-            rows,
-        })
-        .collect();
-    Premises {
-        symbols: layout,
-        vertices,
-        steps,
-        rels,
-        failure_points,
+
+    /// One kept step `idx` of the walk's trace; returns its global id.
+    fn step(&mut self, w: &mut Walk, idx: u32) -> u32 {
+        let step = w.tr.steps[idx as usize];
+        let gid = self.steps.len() as u32;
+        self.steps.push(StepOrigin {
+            trace: w.t,
+            index: idx,
+        });
+        let l = step.stmt;
+        self.enter(w, step.frame);
+        let cm = self.dump.stmts[l as usize].method;
+        let top = w.stack.last_mut().expect("a frame is open");
+        top.settle_heap(&mut w.mutated);
+        top.last_step = gid;
+        self.out.push(STEP, &[gid, self.layout.stmt(l)]);
+        self.out.push(CTX, &[gid, top.gframe]);
+        if self.stmt_vertex[l as usize] == u32::MAX {
+            let v = self.vertices.len() as u32;
+            self.stmt_vertex[l as usize] = v;
+            self.vertices.push(Vertex::Stmt(l));
+            self.out.push(STMT_VERTEX, &[self.layout.stmt(l), v]);
+        }
+        self.uses(top, gid, l, cm);
+        let step_heap = step_heap(w.heap_rows, &mut w.heap_at, idx);
+        self.heap_links(top, &w.mutated, step_heap, gid, cm);
+        self.last_ctrl(top, gid, l);
+        self.calls(w.tr, w.t, &mut w.calls, gid, idx, l);
+        let top = w.stack.last_mut().expect("a frame is open");
+        self.defs(top, step_heap, w.t, gid, idx, l);
+        if self.cd.is_controller[l as usize] {
+            top.last_exec.insert(l, gid);
+        }
+        gid
     }
+
+    /// Frame transitions before a step of `frame`: returns (pops) and entries (pushes).
+    fn enter(&mut self, w: &mut Walk, frame: u32) {
+        if w.stack.last().map(|f| f.frame) == Some(frame) {
+            return;
+        }
+        if let Some(pos) = w.stack.iter().rposition(|f| f.frame == frame) {
+            self.pop_above(w, pos);
+            return;
+        }
+        let fr = &w.tr.frames[frame as usize];
+        if let Some(c) = fr.call_step {
+            // pop returned frames above the caller
+            let caller = w.tr.steps[c as usize].frame;
+            if let Some(pos) = w.stack.iter().rposition(|f| f.frame == caller) {
+                self.pop_above(w, pos);
+            }
+        }
+        let mut fs = self.pool.pop().unwrap_or_else(|| FrameState {
+            frame: 0,
+            gframe: 0,
+            defs: FxHashMap::default(),
+            last_exec: FxHashMap::default(),
+            last_step: 0,
+            call_gid: None,
+            this_var: None,
+            formals: Vec::new(),
+            method: 0,
+            heap_pending: Vec::new(),
+            later_args: Vec::new(),
+        });
+        fs.later_args.clear();
+        if let Some(a) = w.calls.later.remove(&frame) {
+            fs.later_args = a;
+        }
+        fs.defs.clear();
+        fs.formals.clear();
+        fs.heap_pending.clear();
+        fs.last_exec.clear();
+        fs.frame = frame;
+        fs.gframe = self.gframe_base + frame;
+        fs.call_gid = None;
+        fs.this_var = self.dump.methods[fr.method as usize].this_formal;
+        fs.method = fr.method;
+        if let Some(binds) = w.calls.pending.remove(&frame) {
+            for (v, dv) in binds {
+                fs.call_gid = Some(dv.0);
+                fs.defs.insert(v, dv);
+                fs.formals.push(v);
+            }
+        }
+        if fs.call_gid.is_none() {
+            // A frame with no formals still knows its call step.
+            fs.call_gid = fr.call_step.and_then(|c| call_gid_of(&self.steps, w.t, c));
+        }
+        w.stack.push(fs);
+    }
+
+    /// Closes the frames above stack position `pos`.
+    fn pop_above(&mut self, w: &mut Walk, pos: usize) {
+        while w.stack.len() > pos + 1 {
+            let mut f = w.stack.pop().unwrap();
+            f.settle_heap(&mut w.mutated);
+            close_frame(&mut self.out, &mut self.layout, &f);
+            self.pool.push(f);
+        }
+    }
+
+    /// Uses: `LASTDEF` in the current context (read before this step's own definitions).
+    fn uses(&mut self, top: &FrameState, gid: u32, l: StmtId, cm: u32) {
+        let from = self.out.rels[LASTDEF].len();
+        for (k, &u) in self.dump.uses[l as usize].iter().enumerate() {
+            if let Some(&(j, w)) = top.defs.get(&u) {
+                let cached = &mut self.use_syms[l as usize][k];
+                if *cached == u32::MAX {
+                    *cached = self.layout.var(cm, u);
+                }
+                self.out.push(LASTDEF, &[gid, *cached, j, w]);
+            }
+        }
+        self.out.sort_since::<4>(LASTDEF, from);
+    }
+
+    /// Heap uses: the last mutation of the object, unless `LASTDEF` already links it.
+    fn heap_links(
+        &mut self,
+        top: &FrameState,
+        mutated: &FxHashMap<u64, (u32, u32)>,
+        step_heap: &[HeapAccess],
+        gid: u32,
+        cm: u32,
+    ) {
+        let mut links: Vec<[u32; 4]> = Vec::new();
+        for h in step_heap.iter().filter(|h| !h.def) {
+            if let Some(&(j, w)) = mutated.get(&h.obj) {
+                if top.defs.get(&h.var).map(|d| d.1) != Some(w) {
+                    links.push([gid, self.layout.var(cm, h.var), j, w]);
+                }
+            }
+        }
+        links.sort_unstable();
+        links.dedup();
+        for row in &links {
+            self.out.push(HEAPDEF, row);
+        }
+    }
+
+    /// `LASTCTRL`: the most recent controller of `l` executed in this context.
+    fn last_ctrl(&mut self, top: &FrameState, gid: u32, l: StmtId) {
+        let mut lc: Option<u32> = None;
+        for &r in &self.cd.parents[l as usize] {
+            if let Some(&j) = top.last_exec.get(&r) {
+                lc = Some(lc.map_or(j, |x: u32| x.max(j)));
+            }
+        }
+        if let Some(j) = lc {
+            self.out.push(LASTCTRL, &[gid, j]);
+        }
+    }
+
+    /// Calls into traced code at step `idx` (global `gid`, statement `l`): `V_i^a`, `OPEN`,
+    /// `ISARG`, `ISRCVOBJ`, `MAP`; the callees' bindings wait in `calls.pending`.
+    fn calls(&mut self, tr: &Trace, t: u32, calls: &mut CallState, gid: u32, idx: u32, l: StmtId) {
+        let opens = &calls.opens;
+        while calls.open_at < opens.len() && opens[calls.open_at].0 < idx {
+            calls.open_at += 1;
+        }
+        let first_open = calls.open_at;
+        while calls.open_at < opens.len() && opens[calls.open_at].0 == idx {
+            calls.open_at += 1;
+        }
+        if first_open == calls.open_at {
+            return;
+        }
+        self.out.push(OPEN, &[gid]);
+        // argument vertices without a named actual, per callee in call order
+        let mut unbound: Vec<(u32, Vec<u32>)> = Vec::new();
+        for &(_, f) in &opens[first_open..calls.open_at] {
+            let (binds, free) = self.callee(tr, t, gid, idx, l, f);
+            unbound.push((f, free));
+            calls.pending.insert(f, binds);
+        }
+        for k in 0..unbound.len().saturating_sub(1) {
+            let after: Vec<u32> = unbound[k + 1..]
+                .iter()
+                .flat_map(|u| u.1.iter().copied())
+                .collect();
+            if !after.is_empty() {
+                calls.later.insert(unbound[k].0, after);
+            }
+        }
+    }
+
+    /// One callee frame `f` opened by step `idx`: its argument vertices, the premises of its
+    /// actuals, its bindings and its argument vertices bound to no named actual.
+    fn callee(
+        &mut self,
+        tr: &Trace,
+        t: u32,
+        gid: u32,
+        idx: u32,
+        l: StmtId,
+        f: u32,
+    ) -> (Vec<Binding>, Vec<u32>) {
+        let dump = self.dump;
+        let cm = dump.stmts[l as usize].method;
+        let fm = tr.frames[f as usize].method;
+        let m = &dump.methods[fm as usize];
+        let mut binds: Vec<Binding> = Vec::new();
+        let mut formal_vertex: FxHashMap<VarId, u32> = FxHashMap::default();
+        for &x in &m.formals {
+            let v = self.vertices.len() as u32;
+            self.vertices.push(Vertex::Arg {
+                trace: t,
+                step: idx,
+                frame: f,
+                var: x,
+            });
+            let sym = self.layout.var(fm, x);
+            self.out.push(VA, &[gid, sym, v]);
+            formal_vertex.insert(x, v);
+            binds.push((x, (gid, v)));
+        }
+        let this_v = m.this_formal.map(|x| {
+            let v = self.vertices.len() as u32;
+            self.vertices.push(Vertex::This {
+                trace: t,
+                step: idx,
+                frame: f,
+            });
+            self.out.push(VA, &[gid, self.layout.this(), v]);
+            binds.push((x, (gid, v)));
+            (x, v)
+        });
+        let mut pairs: Vec<(VarId, VarId)> = Vec::new();
+        match tr.binds.get(&(idx, f)) {
+            Some(b) => pairs.extend_from_slice(b),
+            None => {
+                for &(k, a) in &dump.actuals[l as usize] {
+                    if let Some(&x) = m.formals.get(k as usize) {
+                        pairs.push((x, a));
+                    }
+                }
+                if let (Some((x, _)), Some(r)) = (this_v, dump.receiver[l as usize]) {
+                    pairs.push((x, r));
+                }
+            }
+        }
+        for &(x, a) in &pairs {
+            let asym = self.layout.var(cm, a);
+            if this_v.map(|(tx, _)| tx) == Some(x) {
+                self.out.push(ISRCVOBJ, &[gid, asym]);
+            } else if let Some(&wv) = formal_vertex.get(&x) {
+                let xsym = self.layout.var(fm, x);
+                self.out.push(ISARG, &[gid, asym]);
+                self.out.push(MAP, &[gid, asym, xsym, wv]);
+            }
+        }
+        let free = m
+            .formals
+            .iter()
+            .filter(|x| !pairs.iter().any(|p| p.0 == **x))
+            .map(|x| formal_vertex[x])
+            .collect();
+        (binds, free)
+    }
+
+    /// Definitions: `V_i^d` (a step that defines nothing has its value vertex `⟨#@i⟩`); the
+    /// heap mutations through them wait in the frame until it moves on.
+    fn defs(
+        &mut self,
+        top: &mut FrameState,
+        step_heap: &[HeapAccess],
+        t: u32,
+        gid: u32,
+        idx: u32,
+        l: StmtId,
+    ) {
+        let ds = &self.dump.defs[l as usize];
+        if ds.is_empty() {
+            let v = self.vertices.len() as u32;
+            self.vertices.push(Vertex::Value {
+                trace: t,
+                step: idx,
+            });
+            self.out.push(VD, &[gid, self.layout.hash(), v]);
+            return;
+        }
+        let cm = self.dump.stmts[l as usize].method;
+        let from = self.out.rels[VD].len();
+        for (k, &d) in ds.iter().enumerate() {
+            let v = self.vertices.len() as u32;
+            self.vertices.push(Vertex::Def {
+                trace: t,
+                step: idx,
+                var: d,
+            });
+            let cached = &mut self.def_syms[l as usize][k];
+            if *cached == u32::MAX {
+                *cached = self.layout.var(cm, d);
+            }
+            self.out.push(VD, &[gid, *cached, v]);
+            top.defs.insert(d, (gid, v));
+            for h in step_heap.iter().filter(|h| h.def && h.var == d) {
+                top.heap_pending.push((h.obj, gid, v));
+            }
+        }
+        self.out.sort_since::<3>(VD, from);
+    }
+
+    fn finish(self) -> Premises {
+        let rels = RELATIONS
+            .iter()
+            .zip(self.out.rels)
+            .map(|(&(name, cols), rows)| Rel {
+                name,
+                arity: cols.len(),
+                rows,
+            })
+            .collect();
+        Premises {
+            symbols: self.layout,
+            vertices: self.vertices,
+            steps: self.steps,
+            rels,
+            failure_points: self.failure_points,
+        }
+    }
+}
+
+/// The heap rows of step `idx` (rows of steps compression dropped are passed over); `at` is
+/// the cursor, left after them.
+fn step_heap<'h>(rows: &'h [HeapAccess], at: &mut usize, idx: u32) -> &'h [HeapAccess] {
+    while *at < rows.len() && rows[*at].step < idx {
+        *at += 1;
+    }
+    let first = *at;
+    while *at < rows.len() && rows[*at].step == idx {
+        *at += 1;
+    }
+    &rows[first..*at]
 }
 
 /// The global id of local step `c` of trace `t` if it was kept (binary search over kept steps).
