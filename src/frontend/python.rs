@@ -1199,6 +1199,46 @@ def test_negative():
         );
     }
 
+    /// A test that fails on what its first run left behind (here a file it creates next to
+    /// itself; BugsInPy `luigi-13` leaves files in /tmp) passes in the plain run and fails in the
+    /// traced run after it: it is left out as changed by tracing, and the warning says that
+    /// such a test looks the same. In every later `trace` both runs fail it, and it is kept.
+    #[test]
+    fn plain_run_leaves_out_a_test_that_fails_on_its_own_leftovers() {
+        require_pytest();
+        let d = project();
+        let tests = format!(
+            "{TESTS}\n\ndef test_leaves_a_file():\n    import pathlib\n    \
+             marker = pathlib.Path(__file__).with_name('leftover.txt')\n    \
+             assert not marker.exists()\n    marker.write_text('x')\n"
+        );
+        write(d.path(), "tests/test_stats.py", &tests);
+        let s = trace(&opts(d.path())).expect("trace");
+        assert_eq!((s.failing, s.passing), (2, 1));
+        let w: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains("fail only under tracing"))
+            .collect();
+        assert!(
+            w.len() == 1
+                && w[0].contains("test_leaves_a_file")
+                && w[0].contains("state it left behind"),
+            "{:?}",
+            s.warnings
+        );
+        assert!(test_entry(&manifest(&s.dump), "test_leaves_a_file").is_none());
+        // the file is there now: the plain run fails the test too, and it is a failing test
+        let s = trace(&opts(d.path())).expect("trace");
+        assert_eq!((s.failing, s.passing), (3, 1));
+        let m = manifest(&s.dump);
+        assert_eq!(
+            test_entry(&m, "test_leaves_a_file").unwrap()["outcome"].as_str(),
+            Some("fail")
+        );
+        assert!(m["notes"]["tracing_changed"].as_array().unwrap().is_empty());
+    }
+
     /// A failing test slower than the time limit in a plain run gets a limit from its plain
     /// duration: it fails at its assertion, not where the tracer would have cut it.
     #[test]
