@@ -24,8 +24,8 @@ def find_binary():
         p = ROOT / "target" / profile / "prosecutor"
         if p.is_file():
             return p
-    pytest.skip("no prosecutor binary: run `cargo build --release` (or `cargo build`) first; "
-                "looked for target/release/prosecutor and target/debug/prosecutor")
+    pytest.fail("no prosecutor binary: set PROSECUTOR_BIN or run `cargo build --release` (or "
+                "`cargo build`) first; looked for target/release/prosecutor and target/debug/prosecutor")
 
 
 def write_manifest(path):

@@ -1146,6 +1146,17 @@ def test_negative():
             .find(|t| t["id"].as_str().unwrap().ends_with(&format!("::{name}")))
     }
 
+    /// The one warning of `s` about tests that fail only under tracing.
+    fn tracing_changed_warning(s: &TraceSummary) -> &str {
+        let w: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains("fail only under tracing"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", s.warnings);
+        w[0]
+    }
+
     /// The plain pre-run: a test that passes plainly but fails under tracing is left out of the
     /// dump (no entry, no coverage) and named in the warnings; the genuine failures stay.
     #[test]
@@ -1159,16 +1170,11 @@ def test_negative():
         let p = s.plain_run.as_ref().expect("the plain run ran");
         assert_eq!(p.tests, 4);
         assert_eq!((s.failing, s.passing), (2, 1));
-        let w: Vec<&String> = s
-            .warnings
-            .iter()
-            .filter(|w| w.contains("fail only under tracing"))
-            .collect();
-        assert_eq!(w.len(), 1, "{:?}", s.warnings);
+        let w = tracing_changed_warning(&s);
         assert!(
-            w[0].starts_with("1 test(s) fail only under tracing and are left out")
-                && w[0].contains("test_untraced_only"),
-            "{w:?}"
+            w.starts_with("1 test(s) fail only under tracing and are left out")
+                && w.contains("test_untraced_only"),
+            "{w}"
         );
         let m = manifest(&s.dump);
         assert!(test_entry(&m, "test_untraced_only").is_none());
@@ -1215,17 +1221,10 @@ def test_negative():
         write(d.path(), "tests/test_stats.py", &tests);
         let s = trace(&opts(d.path())).expect("trace");
         assert_eq!((s.failing, s.passing), (2, 1));
-        let w: Vec<&String> = s
-            .warnings
-            .iter()
-            .filter(|w| w.contains("fail only under tracing"))
-            .collect();
+        let w = tracing_changed_warning(&s);
         assert!(
-            w.len() == 1
-                && w[0].contains("test_leaves_a_file")
-                && w[0].contains("state it left behind"),
-            "{:?}",
-            s.warnings
+            w.contains("test_leaves_a_file") && w.contains("state it left behind"),
+            "{w}"
         );
         assert!(test_entry(&manifest(&s.dump), "test_leaves_a_file").is_none());
         // the file is there now: the plain run fails the test too, and it is a failing test
